@@ -1,0 +1,36 @@
+# llmgateway — every habit has a target; `make help` lists them.
+SHELL := /bin/bash
+GO ?= go
+BIN := bin
+VERSION ?= 0.0.0-dev
+MODULE := github.com/llmgateway/llmgateway
+
+.PHONY: help test test-gateway test-cmd lint vendor vendor-check build-binary run integration bench fuzz yaegi-check
+
+help: ## list targets
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sort | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+
+test: vendor-check ## unit tests, the Yaegi gate (interpreter + Traefik's loader), SDK tests through the binary
+	$(GO) test -count=1 -race ./gateway/... ./plugin/... ./cmd/...
+	$(GO) test -count=1 ./integration/...
+
+lint: ## gofmt, go vet
+	@out=$$(gofmt -l gateway plugin/*.go cmd integration); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./gateway/... ./plugin/... ./cmd/... ./integration/...
+
+vendor: ## refresh plugin/vendor from ./gateway (the copy Yaegi and Traefik read)
+	cd plugin && GOWORK=off $(GO) mod vendor
+
+vendor-check: ## fail when plugin/vendor is stale against ./gateway
+	@tmp=$$(mktemp -d) && cp -r plugin/. $$tmp/ && rm -rf $$tmp/vendor && \
+	  sed -i 's#=> ../gateway#=> $(CURDIR)/gateway#' $$tmp/go.mod && \
+	  (cd $$tmp && GOWORK=off $(GO) mod vendor) && \
+	  if ! diff -r $$tmp/vendor plugin/vendor >/dev/null; then \
+	    echo "plugin/vendor is stale: run 'make vendor' and commit it"; diff -r $$tmp/vendor plugin/vendor | head -20; rm -rf $$tmp; exit 1; fi; \
+	  rm -rf $$tmp; echo "plugin/vendor is up to date"
+
+build-binary: ## build bin/llmgateway
+	@mkdir -p $(BIN)
+	cd cmd && $(GO) build -trimpath -ldflags "-X $(MODULE)/gateway.Version=$(VERSION)" -o ../$(BIN)/llmgateway ./llmgateway
+
+-include mk/*.mk

@@ -1,0 +1,82 @@
+package gateway
+
+// Config is the gateway's whole configuration: the plugin's dynamic
+// configuration block and, hoisted to the top level, the binary's config
+// file. JSON keys are the spec's exact names. A key this build does not
+// implement yet is refused by both decoders (DecodeConfigJSON and
+// ConfigFromMap), never accepted and ignored.
+//
+// Config is validated and compiled once by New; requests only read the
+// compiled form.
+type Config struct {
+	// Providers maps a provider name (the routing prefix in
+	// "provider/model" ids and native passthrough paths) to its settings.
+	// Required: at least one entry.
+	Providers map[string]*ProviderConfig `json:"providers"`
+	// Groups maps a group name to its access lists. Optional.
+	Groups map[string]*GroupConfig `json:"groups"`
+	// Users holds the API-key holders. With none, every request gets 401.
+	Users *UsersConfig `json:"users"`
+	// PassthroughUnknown sends a request that matches none of the
+	// gateway's routes to the wrapped next handler instead of answering
+	// it with a 404 envelope. Default false.
+	PassthroughUnknown bool `json:"passthroughUnknown"`
+	// RequestTimeout is the progress-based upstream timeout (Go duration,
+	// default "5m"): the longest the gateway waits for response headers,
+	// and the longest it waits between two reads of a response body.
+	RequestTimeout string `json:"requestTimeout"`
+}
+
+// ProviderConfig describes one upstream provider.
+type ProviderConfig struct {
+	// Type is "openai", "anthropic" or "gemini". "openai" serves any
+	// OpenAI-wire-compatible server through BaseURL.
+	Type string `json:"type"`
+	// BaseURL defaults per type (https://api.openai.com,
+	// https://api.anthropic.com, https://generativelanguage.googleapis.com);
+	// a trailing slash is trimmed.
+	BaseURL string `json:"baseUrl"`
+	// APIKey is a secret form: a literal, "env:VAR" or "file:/path".
+	// An openai-type provider may resolve to empty (a keyless upstream,
+	// no Authorization header sent); anthropic and gemini may not.
+	APIKey string `json:"apiKey"`
+	// Models lists the model ids this provider serves.
+	Models []string `json:"models"`
+	// Passthrough enables the native passthrough route /{name}/...;
+	// nil means enabled.
+	Passthrough *bool `json:"passthrough"`
+	// RequestTimeout overrides the top-level RequestTimeout for this
+	// provider (Go duration). Empty inherits.
+	RequestTimeout string `json:"requestTimeout"`
+}
+
+// GroupConfig is a named set of access lists. Every list is glob-matched
+// with path.Match; an empty or omitted list means "all".
+type GroupConfig struct {
+	// Providers limits which configured provider names the group reaches.
+	Providers []string `json:"providers"`
+	// Models limits which model ids the group reaches; each pattern is
+	// checked against both the bare and the "provider/model" form.
+	Models []string `json:"models"`
+}
+
+// UsersConfig holds the API-key holders.
+type UsersConfig struct {
+	// Inline users, resolved once at construction.
+	Inline []*UserConfig `json:"inline"`
+}
+
+// UserConfig is one API-key holder.
+type UserConfig struct {
+	// Name identifies the user in logs. Required and unique.
+	Name string `json:"name"`
+	// Group is the user's primary group.
+	Group string `json:"group"`
+	// Groups lists further member groups. Effective membership is Group
+	// first, then Groups, de-duplicated; at least one is required.
+	Groups []string `json:"groups"`
+	// APIKey is a secret form; it must resolve non-empty and be unique.
+	APIKey string `json:"apiKey"`
+	// Admin marks the user as an administrator (for the admin routes).
+	Admin bool `json:"admin"`
+}
