@@ -3,6 +3,8 @@ package gateway
 import (
 	"io"
 	"net/http"
+	"strings"
+	"time"
 )
 
 // Options carries the host's settings that are not part of Config.
@@ -13,20 +15,77 @@ type Options struct {
 	LogOutput io.Writer
 }
 
-// Gateway is the LLM gateway as an http.Handler. Build one with New.
+// Gateway is the LLM gateway as an http.Handler: it answers its own
+// routes and hands everything else to the wrapped next handler (when
+// passthroughUnknown is set) or answers 404. Build one with New; it is
+// safe for concurrent use.
 type Gateway struct {
-	next http.Handler
+	next      http.Handler
+	cfg       *compiledConfig
+	log       *logger
+	auth      *authStore
+	registry  *modelRegistry
+	transport *http.Transport
+	started   time.Time
 }
 
-// New validates cfg, compiles it and returns the gateway wrapping next.
+// New validates cfg, compiles it into the gateway's immutable runtime
+// form and returns the gateway wrapping next. A configuration mistake is
+// an error naming the field and value; New never panics on bad input and
+// does no network I/O.
 func New(next http.Handler, cfg *Config, opts Options) (*Gateway, error) {
-	return &Gateway{next: next}, nil
+	log := newLogger(opts.Name, opts.LogOutput)
+	compiled, err := compileConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	g := &Gateway{
+		next:      next,
+		cfg:       compiled,
+		log:       log,
+		auth:      newAuthStore(compiled.users, compiled.userDigests),
+		registry:  newModelRegistry(compiled, log),
+		transport: newUpstreamTransport(),
+		started:   time.Now(),
+	}
+	if next == nil {
+		g.next = http.HandlerFunc(notFound)
+	}
+	log.infof("ready: %d providers, %d groups, %d users", len(compiled.providers), len(compiled.groups), len(compiled.users))
+	return g, nil
 }
 
-// ServeHTTP answers the gateway's routes.
+// ServeHTTP dispatches by path. Every gateway route authenticates on its
+// own; a request matching no route never reaches authentication.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	http.Error(w, "not implemented", http.StatusNotImplemented)
+	p := r.URL.Path
+	switch {
+	case p == "/v1/chat/completions":
+		g.serveUnified(w, r, chatRoute)
+	case p == "/v1/embeddings":
+		g.serveUnified(w, r, embeddingsRoute)
+	case p == "/v1/models" || strings.HasPrefix(p, "/v1/models/"):
+		g.serveModels(w, r)
+	default:
+		if provider, rest, ok := g.passthroughTarget(p); ok {
+			g.servePassthrough(w, r, provider, rest)
+			return
+		}
+		if g.cfg.passthroughUnknown {
+			g.next.ServeHTTP(w, r)
+			return
+		}
+		notFound(w, r)
+	}
 }
 
-// Close releases the gateway's background resources.
-func (g *Gateway) Close() error { return nil }
+// Close releases the gateway's background resources (idle upstream
+// connections). In-flight requests finish normally.
+func (g *Gateway) Close() error {
+	g.transport.CloseIdleConnections()
+	return nil
+}
+
+func notFound(w http.ResponseWriter, r *http.Request) {
+	writeOpenAIError(w, errRouteNotFound(r.Method, r.URL.Path))
+}

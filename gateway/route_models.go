@@ -1,0 +1,75 @@
+package gateway
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// modelObject is one entry of GET /v1/models.
+type modelObject struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+// modelList is the GET /v1/models response.
+type modelList struct {
+	Object string        `json:"object"`
+	Data   []modelObject `json:"data"`
+}
+
+// serveModels answers GET /v1/models (every id the caller may use, bare
+// and "provider/model") and GET /v1/models/{id}.
+func (g *Gateway) serveModels(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		writeOpenAIError(w, errMethodNotAllowed(r.Method, r.URL.Path, http.MethodGet))
+		return
+	}
+	user := g.authenticate(w, r)
+	if user == nil {
+		return
+	}
+	if id := strings.TrimPrefix(r.URL.Path, "/v1/models/"); id != r.URL.Path {
+		g.serveOneModel(w, user, id)
+		return
+	}
+	entries := g.registry.entries()
+	list := modelList{Object: "list", Data: make([]modelObject, 0, len(entries))}
+	for i := 0; i < len(entries); i++ {
+		e := entries[i]
+		if user.canUse(e.provider.name, e.model) {
+			list.Data = append(list.Data, g.modelObject(e.id, e.provider))
+		}
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+func (g *Gateway) serveOneModel(w http.ResponseWriter, user *userRuntime, id string) {
+	provider, _, e := g.resolveModel(user, id)
+	if e != nil {
+		writeOpenAIError(w, e)
+		return
+	}
+	writeJSON(w, http.StatusOK, g.modelObject(id, provider))
+}
+
+func (g *Gateway) modelObject(id string, p *providerRuntime) modelObject {
+	return modelObject{ID: id, Object: "model", Created: g.started.Unix(), OwnedBy: p.name}
+}
+
+// writeJSON writes v as a JSON response.
+func writeJSON(w http.ResponseWriter, status int, v interface{}) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		writeOpenAIError(w, newError(http.StatusInternalServerError, "server_error", "internal_error", "could not encode the response"))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)+1))
+	w.WriteHeader(status)
+	_, _ = w.Write(append(data, '\n'))
+}

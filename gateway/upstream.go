@@ -1,0 +1,128 @@
+package gateway
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+)
+
+// Size caps. Nothing over a cap is ever silently truncated: an oversized
+// request is a 413, an oversized upstream response a 502 (or an aborted
+// stream once headers are out).
+const (
+	maxUnifiedRequestBytes     = 4 << 20
+	maxPassthroughRequestBytes = 32 << 20
+	maxUpstreamResponseBytes   = 32 << 20
+	maxPassthroughPeekBytes    = 64 << 10
+)
+
+// newUpstreamTransport builds the one transport every upstream call
+// shares. The idle pool is sized for concurrent LLM traffic (Go's default
+// of 2 idle connections per host would redial under load).
+func newUpstreamTransport() *http.Transport {
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	t := &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		ForceAttemptHTTP2:     true,
+	}
+	t.DialContext = dialer.DialContext
+	return t
+}
+
+// watchdog is the progress-based request timeout: it cancels the upstream
+// call when no progress (response headers, then body bytes) is observed
+// for the timeout. A long call that keeps making progress never fires it.
+type watchdog struct {
+	timeout time.Duration
+	timer   *time.Timer
+	cancel  context.CancelFunc
+	fired   atomic.Bool
+}
+
+// startWatchdog derives a context that the watchdog cancels on a stall.
+func startWatchdog(parent context.Context, timeout time.Duration) (context.Context, *watchdog) {
+	ctx, cancel := context.WithCancel(parent)
+	w := &watchdog{timeout: timeout, cancel: cancel}
+	w.timer = time.AfterFunc(timeout, w.expire)
+	return ctx, w
+}
+
+func (w *watchdog) expire() {
+	w.fired.Store(true)
+	w.cancel()
+}
+
+// progress records upstream progress, restarting the idle window.
+func (w *watchdog) progress() { w.timer.Reset(w.timeout) }
+
+// stop releases the watchdog; call it when the exchange is over.
+func (w *watchdog) stop() {
+	w.timer.Stop()
+	w.cancel()
+}
+
+// stalled reports whether the watchdog aborted the call.
+func (w *watchdog) stalled() bool { return w.fired.Load() }
+
+// progressReader feeds the watchdog on every read that returns bytes.
+type progressReader struct {
+	r  io.Reader
+	wd *watchdog
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if n > 0 {
+		p.wd.progress()
+	}
+	return n, err
+}
+
+// progressReadCloser is progressReader for a response body.
+type progressReadCloser struct {
+	progressReader
+	c io.Closer
+}
+
+func (p *progressReadCloser) Close() error { return p.c.Close() }
+
+// readCapped reads all of r, failing with errTooBig when it holds more
+// than limit bytes. It never returns a truncated body as success.
+func readCapped(r io.Reader, limit int64) ([]byte, bool, error) {
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, false, err
+	}
+	if int64(len(data)) > limit {
+		return nil, true, nil
+	}
+	return data, false, nil
+}
+
+// upstreamFailure classifies a failed upstream exchange for the client:
+// a stall is a 502 naming the provider ("upstream progress stalled"), a
+// client cancellation is reported as such (499, written to nobody), and
+// anything else is a 502.
+func upstreamFailure(provider string, wd *watchdog, clientCtx context.Context, err error) *apiError {
+	e := newError(http.StatusBadGateway, "server_error", "upstream_error",
+		"provider \""+provider+"\" could not be reached")
+	e.cause = err
+	switch {
+	case wd != nil && wd.stalled():
+		e.code = "upstream_timeout"
+		e.message = "upstream progress stalled for " + wd.timeout.String() + " (provider \"" + provider + "\")"
+	case clientCtx.Err() != nil:
+		e.status = 499
+		e.code = "client_closed_request"
+		e.message = "client closed the request"
+	}
+	return e
+}

@@ -1,0 +1,73 @@
+package gateway
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"net/http"
+	"strings"
+)
+
+// authStore maps API-key digests to users. Keys are held only as SHA-256
+// digests; a lookup hashes the presented key, finds the candidate by
+// digest and confirms it with a constant-time comparison.
+type authStore struct {
+	byDigest map[string]int // digest bytes as string -> index
+	digests  [][sha256.Size]byte
+	users    []*userRuntime
+}
+
+func newAuthStore(users []*userRuntime, digests [][sha256.Size]byte) *authStore {
+	a := &authStore{byDigest: make(map[string]int, len(users)), digests: digests, users: users}
+	for i := 0; i < len(users); i++ {
+		a.byDigest[string(digests[i][:])] = i
+	}
+	return a
+}
+
+// identify returns the user whose key the request presents, or nil.
+func (a *authStore) identify(r *http.Request) *userRuntime {
+	key := presentedKey(r)
+	if key == "" {
+		return nil
+	}
+	digest := sha256.Sum256([]byte(key))
+	i, ok := a.byDigest[string(digest[:])]
+	if !ok {
+		return nil
+	}
+	stored := a.digests[i]
+	if subtle.ConstantTimeCompare(digest[:], stored[:]) != 1 {
+		return nil
+	}
+	return a.users[i]
+}
+
+// presentedKey reads the client's credential: "Authorization: Bearer"
+// first, then "x-api-key".
+func presentedKey(r *http.Request) string {
+	if h := r.Header.Get("Authorization"); h != "" {
+		if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+			if key := strings.TrimSpace(h[7:]); key != "" {
+				return key
+			}
+		}
+	}
+	return strings.TrimSpace(r.Header.Get("X-Api-Key"))
+}
+
+// clientCredentialHeaders are stripped from every request that leaves
+// the gateway: the client's gateway key never reaches an upstream.
+var clientCredentialHeaders = []string{"Authorization", "X-Api-Key", "X-Goog-Api-Key", "Cookie", "Proxy-Authorization"}
+
+// authenticate identifies the caller and logs the attempt without any
+// key material. It writes the 401 itself and returns nil on failure.
+func (g *Gateway) authenticate(w http.ResponseWriter, r *http.Request) *userRuntime {
+	user := g.auth.identify(r)
+	if user == nil {
+		g.log.warnf("auth failed method=%s path=%s remote=%s", r.Method, r.URL.Path, r.RemoteAddr)
+		writeOpenAIError(w, errUnauthorized())
+		return nil
+	}
+	g.log.infof("auth ok user=%s method=%s path=%s", user.name, r.Method, r.URL.Path)
+	return user
+}

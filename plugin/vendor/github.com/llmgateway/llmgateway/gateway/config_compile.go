@@ -1,0 +1,295 @@
+package gateway
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"net/url"
+	"path"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Provider types the gateway knows.
+const (
+	providerOpenAI    = "openai"
+	providerAnthropic = "anthropic"
+	providerGemini    = "gemini"
+)
+
+// defaultRequestTimeout applies when neither requestTimeout is set.
+const defaultRequestTimeout = 5 * time.Minute
+
+// defaultBaseURLs are the per-type upstream roots.
+var defaultBaseURLs = map[string]string{
+	providerOpenAI:    "https://api.openai.com",
+	providerAnthropic: "https://api.anthropic.com",
+	providerGemini:    "https://generativelanguage.googleapis.com",
+}
+
+// reservedNames would shadow the gateway's own fixed routes.
+var reservedNames = map[string]bool{"v1": true, "mcp": true, "a2a": true, "admin": true}
+
+// providerRuntime is one provider's compiled, immutable settings.
+type providerRuntime struct {
+	name        string
+	kind        string
+	baseURL     string
+	apiKey      string // resolved; never logged
+	models      []string
+	modelSet    map[string]bool
+	passthrough bool
+	timeout     time.Duration
+}
+
+// groupRuntime is one group's compiled access lists.
+type groupRuntime struct {
+	name      string
+	providers []string
+	models    []string
+}
+
+// userRuntime is one authenticated identity. It holds no key material.
+type userRuntime struct {
+	name   string
+	groups []*groupRuntime
+	admin  bool
+}
+
+// compiledConfig is the validated, immutable form of Config that
+// requests read.
+type compiledConfig struct {
+	providers          map[string]*providerRuntime
+	providerNames      []string // sorted
+	groups             map[string]*groupRuntime
+	users              []*userRuntime
+	userDigests        [][sha256.Size]byte // parallel to users
+	passthroughUnknown bool
+	requestTimeout     time.Duration
+	warnings           []string
+}
+
+// compileConfig validates cfg and builds its runtime form. Every error
+// names the offending field and value (never a secret's value).
+func compileConfig(cfg *Config) (*compiledConfig, error) {
+	if cfg == nil {
+		return nil, errors.New("config: missing configuration")
+	}
+	c := &compiledConfig{passthroughUnknown: cfg.PassthroughUnknown}
+	timeout, err := parseTimeout("requestTimeout", cfg.RequestTimeout, defaultRequestTimeout)
+	if err != nil {
+		return nil, err
+	}
+	c.requestTimeout = timeout
+	if err := c.compileProviders(cfg.Providers); err != nil {
+		return nil, err
+	}
+	if err := c.compileGroups(cfg.Groups); err != nil {
+		return nil, err
+	}
+	if err := c.compileUsers(cfg.Users); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *compiledConfig) compileProviders(providers map[string]*ProviderConfig) error {
+	if len(providers) == 0 {
+		return errors.New("config: providers: at least one provider is required")
+	}
+	c.providers = make(map[string]*providerRuntime, len(providers))
+	for name, pc := range providers {
+		field := "providers." + name
+		if err := validateTargetName(name); err != nil {
+			return fmt.Errorf("config: providers: %v", err)
+		}
+		if pc == nil {
+			return fmt.Errorf("config: %s: nil value (give the provider a type)", field)
+		}
+		p, err := compileProvider(field, name, pc, c.requestTimeout)
+		if err != nil {
+			return err
+		}
+		c.providers[name] = p
+		c.providerNames = append(c.providerNames, name)
+	}
+	sort.Strings(c.providerNames)
+	return nil
+}
+
+func compileProvider(field, name string, pc *ProviderConfig, globalTimeout time.Duration) (*providerRuntime, error) {
+	p := &providerRuntime{name: name, kind: pc.Type, passthrough: pc.Passthrough == nil || *pc.Passthrough}
+	base, known := defaultBaseURLs[pc.Type]
+	if !known {
+		return nil, fmt.Errorf("config: %s.type: unknown provider type %q (want openai, anthropic or gemini)", field, pc.Type)
+	}
+	if pc.BaseURL != "" {
+		base = pc.BaseURL
+	}
+	base = strings.TrimRight(base, "/")
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("config: %s.baseUrl: %q is not an http(s) URL with a host", field, pc.BaseURL)
+	}
+	p.baseURL = base
+	key, err := resolveSecret(pc.APIKey)
+	if err != nil {
+		return nil, fmt.Errorf("config: %s.apiKey: %v", field, err)
+	}
+	if key == "" && pc.Type != providerOpenAI {
+		return nil, fmt.Errorf("config: %s.apiKey: required for a %s provider", field, pc.Type)
+	}
+	p.apiKey = key
+	p.modelSet = make(map[string]bool, len(pc.Models))
+	for i := 0; i < len(pc.Models); i++ {
+		m := pc.Models[i]
+		if strings.TrimSpace(m) == "" || hasControlChar(m) {
+			return nil, fmt.Errorf("config: %s.models[%d]: %q is not a usable model id", field, i, m)
+		}
+		if p.modelSet[m] {
+			return nil, fmt.Errorf("config: %s.models[%d]: duplicate model %q", field, i, m)
+		}
+		p.modelSet[m] = true
+		p.models = append(p.models, m)
+	}
+	sort.Strings(p.models)
+	p.timeout, err = parseTimeout(field+".requestTimeout", pc.RequestTimeout, globalTimeout)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (c *compiledConfig) compileGroups(groups map[string]*GroupConfig) error {
+	c.groups = make(map[string]*groupRuntime, len(groups))
+	for name, gc := range groups {
+		field := "groups." + name
+		if strings.TrimSpace(name) == "" {
+			return errors.New("config: groups: a group name is empty")
+		}
+		if gc == nil {
+			return fmt.Errorf("config: %s: nil value (write an allow-all group as {providers: []})", field)
+		}
+		if err := validateGlobs(field+".providers", gc.Providers); err != nil {
+			return err
+		}
+		if err := validateGlobs(field+".models", gc.Models); err != nil {
+			return err
+		}
+		c.groups[name] = &groupRuntime{name: name, providers: gc.Providers, models: gc.Models}
+	}
+	return nil
+}
+
+func (c *compiledConfig) compileUsers(users *UsersConfig) error {
+	if users == nil {
+		return nil
+	}
+	names := map[string]bool{}
+	owners := map[string]string{} // key digest -> user name
+	for i := 0; i < len(users.Inline); i++ {
+		uc := users.Inline[i]
+		field := fmt.Sprintf("users.inline[%d]", i)
+		if uc == nil {
+			return fmt.Errorf("config: %s: nil value", field)
+		}
+		if strings.TrimSpace(uc.Name) == "" {
+			return fmt.Errorf("config: %s.name: required", field)
+		}
+		field = fmt.Sprintf("%s (%s)", field, uc.Name)
+		if names[uc.Name] {
+			return fmt.Errorf("config: %s.name: duplicate user name %q", field, uc.Name)
+		}
+		names[uc.Name] = true
+		u := &userRuntime{name: uc.Name, admin: uc.Admin}
+		memberships := append([]string{uc.Group}, uc.Groups...)
+		seen := map[string]bool{}
+		for j := 0; j < len(memberships); j++ {
+			gname := memberships[j]
+			if gname == "" || seen[gname] {
+				continue
+			}
+			seen[gname] = true
+			g, ok := c.groups[gname]
+			if !ok {
+				return fmt.Errorf("config: %s: unknown group %q", field, gname)
+			}
+			u.groups = append(u.groups, g)
+		}
+		if len(u.groups) == 0 {
+			return fmt.Errorf("config: %s: at least one group is required (set group or groups)", field)
+		}
+		key, err := resolveSecret(uc.APIKey)
+		if err != nil {
+			return fmt.Errorf("config: %s.apiKey: %v", field, err)
+		}
+		if key == "" {
+			return fmt.Errorf("config: %s.apiKey: required", field)
+		}
+		digest := sha256.Sum256([]byte(key))
+		if other, dup := owners[string(digest[:])]; dup {
+			return fmt.Errorf("config: %s.apiKey: duplicate key (user %q has the same key)", field, other)
+		}
+		owners[string(digest[:])] = uc.Name
+		c.users = append(c.users, u)
+		c.userDigests = append(c.userDigests, digest)
+	}
+	return nil
+}
+
+// validateTargetName enforces the naming rule for providers and other
+// routable targets: ^[a-zA-Z0-9._-]+$, not "." or "..", not reserved.
+func validateTargetName(name string) error {
+	if name == "" {
+		return errors.New("a name is empty")
+	}
+	for i := 0; i < len(name); i++ {
+		ch := name[i]
+		ok := ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '.' || ch == '_' || ch == '-'
+		if !ok {
+			return fmt.Errorf("name %q must match ^[a-zA-Z0-9._-]+$", name)
+		}
+	}
+	if name == "." || name == ".." {
+		return fmt.Errorf("name %q is not a usable path segment", name)
+	}
+	if reservedNames[name] {
+		return fmt.Errorf("name %q is reserved (v1, mcp, a2a and admin are the gateway's own routes)", name)
+	}
+	return nil
+}
+
+// validateGlobs checks every pattern is well-formed for path.Match.
+func validateGlobs(field string, patterns []string) error {
+	for i := 0; i < len(patterns); i++ {
+		if _, err := path.Match(patterns[i], ""); err != nil {
+			return fmt.Errorf("config: %s[%d]: malformed pattern %q", field, i, patterns[i])
+		}
+	}
+	return nil
+}
+
+// parseTimeout parses a positive Go duration; empty yields fallback.
+func parseTimeout(field, value string, fallback time.Duration) (time.Duration, error) {
+	if value == "" {
+		return fallback, nil
+	}
+	d, err := time.ParseDuration(value)
+	if err != nil {
+		return 0, fmt.Errorf("config: %s: %q is not a Go duration (e.g. \"90s\", \"5m\")", field, value)
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("config: %s: %q must be positive", field, value)
+	}
+	return d, nil
+}
+
+func hasControlChar(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] == 0x7f {
+			return true
+		}
+	}
+	return false
+}
