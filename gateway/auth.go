@@ -64,10 +64,10 @@ var clientCredentialHeaders = []string{"Authorization", "X-Api-Key", "X-Goog-Api
 func (g *Gateway) authenticate(w http.ResponseWriter, r *http.Request) *userRuntime {
 	user := g.auth.identify(r)
 	if user == nil {
-		g.log.warnf("auth failed method=%s path=%s remote=%s", r.Method, r.URL.Path, r.RemoteAddr)
+		g.log.warnf("auth failed method=%s path=%q remote=%s", r.Method, r.URL.Path, r.RemoteAddr)
 		writeOpenAIError(w, errUnauthorized())
 		return nil
 	}
-	g.log.infof("auth ok user=%s method=%s path=%s", user.name, r.Method, r.URL.Path)
+	g.log.infof("auth ok user=%q method=%s path=%q", user.name, r.Method, r.URL.Path)
 	return user
 }

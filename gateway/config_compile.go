@@ -36,7 +36,8 @@ type providerRuntime struct {
 	name        string
 	kind        string
 	baseURL     string
-	apiKey      string // resolved; never logged
+	base        *url.URL // baseURL parsed; passthrough targets copy it
+	apiKey      string   // resolved; never logged
 	models      []string
 	modelSet    map[string]bool
 	passthrough bool
@@ -133,6 +134,7 @@ func compileProvider(field, name string, pc *ProviderConfig, globalTimeout time.
 		return nil, fmt.Errorf("config: %s.baseUrl: %q is not an http(s) URL with a host", field, pc.BaseURL)
 	}
 	p.baseURL = base
+	p.base = u
 	key, err := resolveSecret(pc.APIKey)
 	if err != nil {
 		return nil, fmt.Errorf("config: %s.apiKey: %v", field, err)

@@ -52,6 +52,7 @@ func New(next http.Handler, cfg *Config, opts Options) (*Gateway, error) {
 		g.next = http.HandlerFunc(notFound)
 	}
 	log.infof("ready: %d providers, %d groups, %d users", len(compiled.providers), len(compiled.groups), len(compiled.users))
+	reportLoaded()
 	return g, nil
 }
 

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"strings"
@@ -48,4 +49,12 @@ func describeFileError(err error) string {
 		return "permission denied"
 	}
 	return "read failed"
+}
+
+// redactSecret replaces every occurrence of secret in data.
+func redactSecret(data []byte, secret string) []byte {
+	if secret == "" || len(data) < len(secret) {
+		return data
+	}
+	return bytes.ReplaceAll(data, []byte(secret), []byte("[REDACTED]"))
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"strings"
 )
 
 // jsonRequest is a client's JSON request body, kept as the exact bytes
@@ -44,8 +45,13 @@ func parseJSONRequest(body []byte) (*jsonRequest, *apiError) {
 		if err := dec.Decode(&value); err != nil {
 			return nil, errBadRequest("invalid_json", "request body is not valid JSON: "+jsonErrorText(err))
 		}
-		if key != "model" {
+		if !strings.EqualFold(key, "model") {
 			continue
+		}
+		if key != "model" {
+			// Case-insensitive decoders (Go's encoding/json, used by Go
+			// upstreams such as Ollama) would read this key as the model.
+			return nil, errBadRequest("invalid_request", `request body has a "`+key+`" field; the model field is spelled "model"`)
 		}
 		if req.modelStart >= 0 {
 			return nil, errBadRequest("invalid_request", `request body has more than one "model" field`)

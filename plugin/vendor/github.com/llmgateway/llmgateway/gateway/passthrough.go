@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 	"mime"
@@ -57,21 +56,11 @@ func (g *Gateway) servePassthrough(w http.ResponseWriter, r *http.Request, p *pr
 	}
 	body := &cappedBody{r: r.Body, remaining: maxPassthroughRequestBytes}
 	if modelRestricted(grants) {
-		peeked, err := io.ReadAll(io.LimitReader(r.Body, maxPassthroughPeekBytes))
-		if err != nil {
-			writeOpenAIError(w, errBadRequest("unreadable_body", "could not read the request body"))
+		e := checkPassthroughModel(r, body, grants, p.name)
+		if e != nil {
+			writeOpenAIError(w, e)
 			return
 		}
-		model, found := "", false
-		if !isBinaryContentType(r.Header.Get("Content-Type")) {
-			model, found = peekModel(peeked)
-		}
-		if !found || !anyGrantAllowsModel(grants, p.name, model) {
-			writeOpenAIError(w, newError(http.StatusForbidden, "permission_error", "model_not_allowed",
-				"this passthrough request names no model your group may use on provider \""+p.name+"\""))
-			return
-		}
-		body.r = io.MultiReader(bytes.NewReader(peeked), r.Body)
 	}
 	_ = http.NewResponseController(w).EnableFullDuplex()
 	g.proxy(w, r, p, body)
@@ -80,13 +69,7 @@ func (g *Gateway) servePassthrough(w http.ResponseWriter, r *http.Request, p *pr
 // proxy runs one native passthrough exchange through
 // httputil.ReverseProxy, under the provider's progress watchdog.
 func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p *providerRuntime, body *cappedBody) {
-	escapedRest := strings.TrimPrefix(r.URL.EscapedPath(), "/"+p.name)
-	target, err := url.Parse(p.baseURL + escapedRest)
-	if err != nil {
-		writeOpenAIError(w, errBadRequest("invalid_path", "the request path cannot be forwarded"))
-		return
-	}
-	target.RawQuery = r.URL.RawQuery
+	target := passthroughURL(p, r.URL)
 	ctx, wd := startWatchdog(r.Context(), p.timeout)
 	defer wd.stop()
 	in := r.WithContext(ctx)
@@ -104,6 +87,9 @@ func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p *providerRunti
 	rp.ModifyResponse = func(resp *http.Response) error {
 		wd.progress()
 		resp.Body = &progressReadCloser{progressReader: progressReader{r: resp.Body, wd: wd}, c: resp.Body}
+		if resp.StatusCode >= 300 {
+			redactResponseBody(resp, p.apiKey)
+		}
 		return nil
 	}
 	rp.ErrorHandler = func(rw http.ResponseWriter, req *http.Request, err error) {
@@ -114,6 +100,80 @@ func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p *providerRunti
 		g.fail(rw, r, upstreamFailure(p.name, wd, r.Context(), err))
 	}
 	rp.ServeHTTP(w, in)
+}
+
+// passthroughURL builds the upstream URL for /{provider}/{rest}: the
+// provider's scheme and host always, never anything the client's path can
+// smuggle in (an escaped "/" or "@" stays inside the path).
+func passthroughURL(p *providerRuntime, in *url.URL) *url.URL {
+	prefix := "/" + p.name
+	rest := strings.TrimPrefix(in.Path, prefix)
+	target := *p.base
+	target.Path = p.base.Path + rest
+	target.RawPath = ""
+	if escaped := in.EscapedPath(); strings.HasPrefix(escaped, prefix) {
+		// Keep the client's own escaping (e.g. %2F inside a segment) when
+		// it decodes to the same path; url.URL ignores it otherwise.
+		target.RawPath = p.base.EscapedPath() + escaped[len(prefix):]
+	}
+	target.RawQuery = in.RawQuery
+	target.Fragment = ""
+	return &target
+}
+
+// checkPassthroughModel enforces model-restricted grants on native
+// passthrough: the JSON body's top-level "model" must appear within the
+// first 64 KiB, exactly once in the whole body, and be allowed by one of
+// the grants that reach the provider. Anything else is a 403 (fail
+// closed). The body is read (up to the passthrough cap) and replayed.
+func checkPassthroughModel(r *http.Request, body *cappedBody, grants []*groupRuntime, provider string) *apiError {
+	denied := newError(http.StatusForbidden, "permission_error", "model_not_allowed",
+		"this passthrough request names no model your group may use on provider \""+provider+"\"")
+	if isBinaryContentType(r.Header.Get("Content-Type")) {
+		return denied
+	}
+	data, err := io.ReadAll(body)
+	if body.exceeded {
+		return errTooLarge(maxPassthroughRequestBytes)
+	}
+	if err != nil {
+		return errBadRequest("unreadable_body", "could not read the request body")
+	}
+	body.r = bytes.NewReader(data)
+	body.remaining = maxPassthroughRequestBytes
+	model, ok := singleTopLevelModel(data)
+	if !ok || !anyGrantAllowsModel(grants, provider, model) {
+		return denied
+	}
+	return nil
+}
+
+// singleTopLevelModel returns the body's top-level "model" string when the
+// body is one JSON object whose only "model" key starts within the first
+// 64 KiB. A duplicate key fails: an upstream may read the other value.
+func singleTopLevelModel(data []byte) (string, bool) {
+	req, e := parseJSONRequest(data)
+	if e != nil || req.modelStart >= maxPassthroughPeekBytes {
+		return "", false
+	}
+	return req.model, true
+}
+
+// redactResponseBody removes the provider's own key from an error body an
+// upstream sent back (some echo the credential they rejected). Bodies up
+// to 1 MiB are scanned; the rest of a larger body follows unscanned.
+func redactResponseBody(resp *http.Response, secret string) {
+	if secret == "" {
+		return
+	}
+	head, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		head = nil
+	}
+	clean := redactSecret(head, secret)
+	resp.Body = &progressReadCloser{progressReader: progressReader{r: io.MultiReader(bytes.NewReader(clean), resp.Body), wd: nil}, c: resp.Body}
+	resp.ContentLength = -1
+	resp.Header.Del("Content-Length")
 }
 
 // cappedBody fails the read that would take a request body past its cap,
@@ -154,32 +214,6 @@ func anyGrantAllowsModel(grants []*groupRuntime, provider, model string) bool {
 		}
 	}
 	return false
-}
-
-// peekModel finds a top-level "model" string in a JSON object that may be
-// cut short (only its first bytes were read).
-func peekModel(prefix []byte) (string, bool) {
-	dec := json.NewDecoder(bytes.NewReader(prefix))
-	tok, err := dec.Token()
-	if delim, ok := tok.(json.Delim); err != nil || !ok || delim != '{' {
-		return "", false
-	}
-	for dec.More() {
-		keyTok, err := dec.Token()
-		if err != nil {
-			return "", false
-		}
-		if key, _ := keyTok.(string); key == "model" {
-			valueTok, err := dec.Token()
-			model, isString := valueTok.(string)
-			return model, err == nil && isString && model != ""
-		}
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return "", false
-		}
-	}
-	return "", false
 }
 
 // isBinaryContentType names bodies that cannot carry a JSON model field.

@@ -113,7 +113,7 @@ func (g *Gateway) callOpenAI(w http.ResponseWriter, r *http.Request, route *unif
 	respBody := &progressReader{r: resp.Body, wd: wd}
 	switch {
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
-		g.fail(w, r, upstreamHTTPError(p.name, resp, respBody))
+		g.fail(w, r, upstreamHTTPError(p, resp, respBody))
 	case route.streamable && isEventStream(resp.Header):
 		g.relayStream(w, r, p, resp, respBody, wd)
 	default:
@@ -184,8 +184,10 @@ func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, p *provide
 // envelope with the provider body under error.upstream. The status passes
 // through, except 401/403: those mean the provider refused the gateway's
 // own credentials, which is a gateway fault (502), not the caller's.
-func upstreamHTTPError(provider string, resp *http.Response, body io.Reader) *apiError {
+func upstreamHTTPError(p *providerRuntime, resp *http.Response, body io.Reader) *apiError {
+	provider := p.name
 	data, _, _ := readCapped(body, 1<<20)
+	data = redactSecret(data, p.apiKey)
 	status := resp.StatusCode
 	kind := "invalid_request_error"
 	switch {

@@ -80,7 +80,7 @@ type progressReader struct {
 
 func (p *progressReader) Read(b []byte) (int, error) {
 	n, err := p.r.Read(b)
-	if n > 0 {
+	if n > 0 && p.wd != nil {
 		p.wd.progress()
 	}
 	return n, err

@@ -1,0 +1,156 @@
+package gateway
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// The benchmarks put the gateway's hot path (auth, body admission, model
+// resolution, upstream call, relay) and a bare httputil.ReverseProxy in
+// front of the same loopback upstream, so the difference between the two
+// is the gateway's own cost. Both handlers are called directly with an
+// httptest.ResponseRecorder: no client-side server is in the loop.
+
+const (
+	benchUserKey     = "sk-bench-user"
+	benchProviderKey = "sk-bench-provider"
+)
+
+// benchChatBody is a ~1 KB chat request.
+var benchChatBody = func() []byte {
+	filler := strings.Repeat("lorem ipsum dolor sit amet ", 34)
+	return []byte(`{"model":"bench-model","messages":[{"role":"system","content":"Be terse."},{"role":"user","content":"` + filler + `"}],"temperature":0.2}`)
+}()
+
+var benchStreamBody = bytes.Replace(benchChatBody, []byte(`"model":"bench-model",`), []byte(`"model":"bench-model","stream":true,`), 1)
+
+const benchCompletion = `{"id":"chatcmpl-bench","object":"chat.completion","created":1735689600,"model":"bench-model","choices":[{"index":0,"message":{"role":"assistant","content":"Hello from the bench upstream.","refusal":null,"annotations":[]},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":180,"completion_tokens":6,"total_tokens":186}}`
+
+// benchEvents is a 7-event chat stream: role, 4 content chunks, finish, [DONE].
+var benchEvents = func() [][]byte {
+	head := `data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1735689600,"model":"bench-model","choices":[{"index":0,"delta":`
+	tail := `,"logprobs":null,"finish_reason":%s}]}` + "\n\n"
+	deltas := []string{`{"role":"assistant","content":""}`, `{"content":"Hello"}`, `{"content":" from"}`, `{"content":" the"}`, `{"content":" bench."}`}
+	var out [][]byte
+	for _, d := range deltas {
+		out = append(out, []byte(head+d+strings.Replace(tail, "%s", "null", 1)))
+	}
+	out = append(out, []byte(head+`{}`+strings.Replace(tail, "%s", `"stop"`, 1)))
+	out = append(out, []byte("data: [DONE]\n\n"))
+	return out
+}()
+
+// newBenchUpstream answers chat completions, streamed (flushing after each
+// event) or not, after draining the request body.
+func newBenchUpstream(b *testing.B) *httptest.Server {
+	b.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.URL.Path != "/v1/chat/completions" || r.Header.Get("Authorization") != "Bearer "+benchProviderKey {
+			w.WriteHeader(http.StatusTeapot)
+			return
+		}
+		if !bytes.Contains(body, []byte(`"stream":true`)) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, benchCompletion)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		flusher, _ := w.(http.Flusher)
+		for _, e := range benchEvents {
+			_, _ = w.Write(e)
+			if flusher != nil {
+				flusher.Flush()
+			}
+		}
+	}))
+	b.Cleanup(srv.Close)
+	return srv
+}
+
+func newBenchGateway(b *testing.B, upstreamURL string) *Gateway {
+	b.Helper()
+	cfg, err := DecodeConfigJSON([]byte(`{
+  "providers": {"bench": {"type": "openai", "baseUrl": "` + upstreamURL + `", "apiKey": "` + benchProviderKey + `", "models": ["bench-model"]}},
+  "groups": {"all": {}},
+  "users": {"inline": [{"name": "bench", "group": "all", "apiKey": "` + benchUserKey + `"}]}
+}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, err := New(nil, cfg, Options{Name: "bench", LogOutput: io.Discard})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = g.Close() })
+	return g
+}
+
+// newBenchReverseProxy is the baseline: a bare ReverseProxy that sets the
+// upstream URL and credential, with a per-host idle pool sized for load.
+func newBenchReverseProxy(b *testing.B, upstreamURL string) http.Handler {
+	b.Helper()
+	target, err := url.Parse(upstreamURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	transport := &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256}
+	b.Cleanup(transport.CloseIdleConnections)
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Header.Set("Authorization", "Bearer "+benchProviderKey)
+		},
+		Transport: transport,
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = http.NewResponseController(w).EnableFullDuplex()
+		rp.ServeHTTP(w, r)
+	})
+}
+
+// runBench sends body through h b.N times and checks every answer.
+func runBench(b *testing.B, h http.Handler, body []byte, wantSuffix string) {
+	b.Helper()
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+benchUserKey)
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK || !bytes.HasSuffix(rec.Body.Bytes(), []byte(wantSuffix)) {
+			b.Fatalf("iteration %d: status %d, body %q", i, rec.Code, rec.Body.String())
+		}
+	}
+}
+
+// BenchmarkChatNonStreaming measures one 1 KB non-streaming chat request.
+func BenchmarkChatNonStreaming(b *testing.B) {
+	upstream := newBenchUpstream(b)
+	b.Run("gateway", func(b *testing.B) {
+		runBench(b, newBenchGateway(b, upstream.URL), benchChatBody, `"total_tokens":186}}`)
+	})
+	b.Run("reverseproxy", func(b *testing.B) {
+		runBench(b, newBenchReverseProxy(b, upstream.URL), benchChatBody, `"total_tokens":186}}`)
+	})
+}
+
+// BenchmarkChatStreaming measures one streamed chat request (7 SSE events).
+func BenchmarkChatStreaming(b *testing.B) {
+	upstream := newBenchUpstream(b)
+	b.Run("gateway", func(b *testing.B) {
+		runBench(b, newBenchGateway(b, upstream.URL), benchStreamBody, "data: [DONE]\n\n")
+	})
+	b.Run("reverseproxy", func(b *testing.B) {
+		runBench(b, newBenchReverseProxy(b, upstream.URL), benchStreamBody, "data: [DONE]\n\n")
+	})
+}

@@ -1,0 +1,344 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// topLevelMembers lists a JSON object's top-level keys (unescaped) and
+// raw values in order; ok is false when data is not one object.
+func topLevelMembers(data []byte) (keys []string, values []json.RawMessage, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	tok, err := dec.Token()
+	if d, isDelim := tok.(json.Delim); err != nil || !isDelim || d != '{' {
+		return nil, nil, false
+	}
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			return nil, nil, false
+		}
+		k, _ := kt.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, nil, false
+		}
+		keys = append(keys, k)
+		values = append(values, v)
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, nil, false
+	}
+	return keys, values, true
+}
+
+func FuzzParseJSONRequest(f *testing.F) {
+	seeds := []string{
+		`{"model":"m1"}`,
+		`{ "model" : "mock/m1" , "n": 12345678901234567890 }`,
+		`{"messages":[{"role":"user","content":"hi"}],"model":"a\/b","x":{"model":"inner"}}`,
+		"{\"model\":\"m\u00e9\",\"unknown\":[1,2,{\"a\":null}]}\n",
+		`{"model":"m1","model":"m2"}`,
+		`{"mod\u0065l":"x"}`,
+		`{"model":"\ud83d\ude00"}`,
+		`{"model":"m"}{}`,
+		`[{"model":"m"}]`,
+		`{"model":7}`,
+		`{}`,
+		`{"model":""}`,
+	}
+	for _, s := range seeds {
+		f.Add([]byte(s), "upstream-model")
+		f.Add([]byte(s), "")
+	}
+	f.Fuzz(func(t *testing.T, body []byte, newModel string) {
+		req, e := parseJSONRequest(body)
+		if e != nil {
+			if e.status != 400 || e.code == "" {
+				t.Fatalf("refusal %d %q", e.status, e.code)
+			}
+			return
+		}
+		if !json.Valid(body) {
+			t.Fatalf("accepted invalid JSON %q", body)
+		}
+		if req.model == "" {
+			t.Fatal("accepted an empty model")
+		}
+		if same := req.withModel(req.model); !bytes.Equal(same, body) {
+			t.Fatalf("unchanged model altered the body:\n in %q\nout %q", body, same)
+		}
+		inKeys, inValues, ok := topLevelMembers(body)
+		if !ok {
+			t.Fatalf("accepted a body that is not one object: %q", body)
+		}
+		models := 0
+		for i := 0; i < len(inKeys); i++ {
+			if inKeys[i] == "model" {
+				models++
+			}
+		}
+		if models != 1 {
+			t.Fatalf("accepted %d model keys: %q", models, body)
+		}
+		if !utf8.ValidString(newModel) {
+			return
+		}
+		out := req.withModel(newModel)
+		if !json.Valid(out) {
+			t.Fatalf("rewritten body is not JSON: %q", out)
+		}
+		outKeys, outValues, ok := topLevelMembers(out)
+		if !ok || len(outKeys) != len(inKeys) {
+			t.Fatalf("rewrite changed the members:\n in %q\nout %q", body, out)
+		}
+		for i := 0; i < len(inKeys); i++ {
+			if outKeys[i] != inKeys[i] {
+				t.Fatalf("key %d changed: %q -> %q", i, inKeys[i], outKeys[i])
+			}
+			if inKeys[i] == "model" {
+				var m string
+				if err := json.Unmarshal(outValues[i], &m); err != nil || m != newModel {
+					t.Fatalf("model is %s, want %q", outValues[i], newModel)
+				}
+				continue
+			}
+			if !bytes.Equal(inValues[i], outValues[i]) {
+				t.Fatalf("value of %q changed: %s -> %s", inKeys[i], inValues[i], outValues[i])
+			}
+		}
+		// Outside the model value, the bytes are the input's.
+		if !bytes.Equal(out[:req.modelStart], body[:req.modelStart]) || !bytes.Equal(out[len(out)-(len(body)-req.modelEnd):], body[req.modelEnd:]) {
+			t.Fatalf("bytes around the model changed:\n in %q\nout %q", body, out)
+		}
+	})
+}
+
+func FuzzPeekModel(f *testing.F) {
+	seeds := []string{
+		`{"model":"m1"}`,
+		`{"stream":true,"model":"m1","messages":[`,
+		`{"x":{"model":"inner"},"model":"outer"}`,
+		`{"model":["m1"]}`,
+		`{"model":"m1","model":"m2"}`,
+		`{"mod\u0065l":"m1"}`,
+		`{"model":"m`,
+		`not json`,
+		`[]`,
+		``,
+	}
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, prefix []byte) {
+		model, found := singleTopLevelModel(prefix)
+		if found && model == "" {
+			t.Fatal("found an empty model")
+		}
+		if !found && model != "" {
+			t.Fatalf("not found but returned %q", model)
+		}
+		// On a complete object, the peeked model agrees with a full parse.
+		if req, e := parseJSONRequest(prefix); e == nil {
+			if !found || model != req.model {
+				t.Fatalf("singleTopLevelModel = %q,%v; full parse %q (body %q)", model, found, req.model, prefix)
+			}
+		}
+		// What a later reader of the whole body takes as the model (the
+		// last "model" key, as encoding/json and most JSON libraries do)
+		// must be what the peek authorized.
+		if found && json.Valid(prefix) {
+			var m map[string]json.RawMessage
+			if json.Unmarshal(prefix, &m) == nil {
+				var last string
+				if json.Unmarshal(m["model"], &last) != nil || last != model {
+					t.Fatalf("peek authorized %q but the body's model is %s (body %q)", model, m["model"], prefix)
+				}
+			}
+		}
+	})
+}
+
+func FuzzRelaySSE(f *testing.F) {
+	seeds := []string{
+		"data: a\n\ndata: [DONE]\n\n",
+		"event: x\r\ndata: y\r\n\r\n",
+		": comment\n\n",
+		"data: unterminated",
+		"\n\n\n",
+		"data: " + strings.Repeat("x", 40<<10) + "\n\n",
+		"",
+	}
+	for _, s := range seeds {
+		f.Add([]byte(s), uint16(0))
+		f.Add([]byte(s), uint16(7))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, cut uint16) {
+		rec := httptest.NewRecorder()
+		res := relaySSE(rec, bytes.NewReader(data), int64(len(data))+1)
+		if !bytes.Equal(rec.Body.Bytes(), data) || res.err != nil || res.tooLarge || res.bytes != int64(len(data)) {
+			t.Fatalf("under the cap: out %q err %v, in %q", rec.Body.Bytes(), res.err, data)
+		}
+		if res.sawDone != bytes.Contains(data, []byte("[DONE]")) && res.sawDone {
+			t.Fatalf("saw [DONE] in %q", data)
+		}
+		limit := int64(cut) % (int64(len(data)) + 1)
+		rec = httptest.NewRecorder()
+		res = relaySSE(rec, bytes.NewReader(data), limit)
+		out := rec.Body.Bytes()
+		if int64(len(out)) > limit || !bytes.HasPrefix(data, out) {
+			t.Fatalf("capped at %d: out %q, in %q", limit, out, data)
+		}
+		if res.tooLarge != (int64(len(data)) > limit) {
+			t.Fatalf("tooLarge %v with %d bytes and limit %d", res.tooLarge, len(data), limit)
+		}
+	})
+}
+
+// hasFoldedDuplicateKeys reports whether any object in doc has two keys
+// equal under case folding: JSON decoders disagree on which one wins.
+func hasFoldedDuplicateKeys(doc []byte) bool {
+	dup, err := scanForDuplicates(json.NewDecoder(bytes.NewReader(doc)))
+	return dup || err != nil
+}
+
+func scanForDuplicates(dec *json.Decoder) (bool, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return false, err
+	}
+	d, isDelim := tok.(json.Delim)
+	if !isDelim {
+		return false, nil
+	}
+	var keys []string
+	for dec.More() {
+		if d == '{' {
+			kt, err := dec.Token()
+			if err != nil {
+				return false, err
+			}
+			k, _ := kt.(string)
+			for i := 0; i < len(keys); i++ {
+				if strings.EqualFold(keys[i], k) {
+					return true, nil
+				}
+			}
+			keys = append(keys, k)
+		}
+		if dup, err := scanForDuplicates(dec); dup || err != nil {
+			return dup, err
+		}
+	}
+	_, err = dec.Token()
+	return false, err
+}
+
+// neutralizeSecretForms keeps fuzzed configs from reading files or the
+// environment.
+func neutralizeSecretForms(c *Config) {
+	for _, p := range c.Providers {
+		if p != nil && (strings.HasPrefix(p.APIKey, "file:") || strings.HasPrefix(p.APIKey, "env:")) {
+			p.APIKey = "literal"
+		}
+	}
+	if c.Users != nil {
+		for _, u := range c.Users.Inline {
+			if u != nil && (strings.HasPrefix(u.APIKey, "file:") || strings.HasPrefix(u.APIKey, "env:")) {
+				u.APIKey = "literal-" + u.Name
+			}
+		}
+	}
+}
+
+var configSeeds = []string{
+	fullConfigJSON,
+	`{"providers":{"p":{"type":"openai"}}}`,
+	`{"providers":{"p":null},"groups":{"g":null}}`,
+	`{"Providers":{"p":{"TYPE":"gemini","apikey":"k"}}}`,
+	`{"providers":{"p":{"type":"openai","models":"a,b","passthrough":"false"}},"passthroughUnknown":"true"}`,
+	`{"providers":{"p":{"type":"openai"}},"users":{"inline":[{"name":"u","group":"g","apiKey":"k","admin":"1"}]},"groups":{"g":""}}`,
+	`{"requestTimeout":"1ms","providers":{"v1":{"type":"openai"}}}`,
+	`{"bogus":1}`,
+	`{"providers":{"p":{"type":"openai"}},"providers":{"q":{"type":"openai"}}}`,
+}
+
+func FuzzConfigFromMap(f *testing.F) {
+	for _, s := range configSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		var raw map[string]interface{}
+		if json.Unmarshal(doc, &raw) != nil {
+			return
+		}
+		fromMap, mapErr := ConfigFromMap(raw)
+		if mapErr == nil {
+			neutralizeSecretForms(fromMap)
+			if g, err := New(nil, fromMap, Options{LogOutput: io.Discard}); err == nil {
+				_ = g.Close()
+			} else if !strings.HasPrefix(err.Error(), "config: ") {
+				t.Fatalf("New error %q", err)
+			}
+		} else if !strings.HasPrefix(mapErr.Error(), "config: ") {
+			t.Fatalf("ConfigFromMap error %q", mapErr)
+		}
+		// Whatever the strict JSON decoder accepts, the map decoder accepts
+		// with the same result.
+		strict, err := DecodeConfigJSON(doc)
+		if err != nil || hasFoldedDuplicateKeys(doc) {
+			return
+		}
+		if mapErr != nil {
+			t.Fatalf("DecodeConfigJSON accepts %q but ConfigFromMap says %v", doc, mapErr)
+		}
+		fromMap2, _ := ConfigFromMap(raw)
+		if !reflect.DeepEqual(normalizeEmpty(fromMap2), normalizeEmpty(strict)) {
+			a, _ := json.Marshal(fromMap2)
+			b, _ := json.Marshal(strict)
+			t.Fatalf("decoders disagree on %q:\nmap  %s\njson %s", doc, a, b)
+		}
+	})
+}
+
+func FuzzDecodeConfigJSON(f *testing.F) {
+	for _, s := range configSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		cfg, err := DecodeConfigJSON(doc)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "config: ") {
+				t.Fatalf("error %q", err)
+			}
+			return
+		}
+		if !json.Valid(doc) {
+			t.Fatalf("accepted invalid JSON %q", doc)
+		}
+		// A decoded config survives a round trip.
+		again, err := json.Marshal(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg2, err := DecodeConfigJSON(again)
+		if err != nil || !reflect.DeepEqual(cfg2, cfg) {
+			t.Fatalf("round trip: %v\n%s", err, again)
+		}
+		neutralizeSecretForms(cfg)
+		g, err := New(nil, cfg, Options{LogOutput: io.Discard})
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "config: ") {
+				t.Fatalf("New error %q", err)
+			}
+			return
+		}
+		_ = g.Close()
+	})
+}

@@ -1,0 +1,222 @@
+package gateway
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Distinctive keys, one per secret form, for providers and users.
+const (
+	leakProviderLiteral = "sk-LEAK-prov-literal-7f3a"
+	leakProviderEnv     = "sk-LEAK-prov-env-91bc"
+	leakProviderFile    = "sk-LEAK-prov-file-22de"
+	leakUserLiteral     = "sk-LEAK-user-literal-5e6f"
+	leakUserEnv         = "sk-LEAK-user-env-8a8a"
+	leakUserFile        = "sk-LEAK-user-file-3c3c"
+)
+
+var leakSecrets = []string{leakProviderLiteral, leakProviderEnv, leakProviderFile, leakUserLiteral, leakUserEnv, leakUserFile}
+
+// echoCredentials answers 500 with every credential header it received,
+// the way a careless provider error page might.
+func echoCredentials(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, _ = io.WriteString(w, `{"error":"bad key","authorization":"`+r.Header.Get("Authorization")+`","x-api-key":"`+r.Header.Get("X-Api-Key")+`","goog":"`+r.Header.Get("X-Goog-Api-Key")+`"}`)
+}
+
+// leakFixture writes the key files and variables and returns the config.
+func leakFixture(t *testing.T, upstreamURL string) string {
+	t.Helper()
+	dir := t.TempDir()
+	provFile := filepath.Join(dir, "provider.key")
+	userFile := filepath.Join(dir, "user.key")
+	if err := os.WriteFile(provFile, []byte(leakProviderFile+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(userFile, []byte("  "+leakUserFile+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("LLMGW_LEAK_PROVIDER", leakProviderEnv)
+	t.Setenv("LLMGW_LEAK_USER", leakUserEnv)
+	return `{
+  "requestTimeout": "2s",
+  "providers": {
+    "lit": {"type": "openai", "baseUrl": "` + upstreamURL + `/ok", "apiKey": "` + leakProviderLiteral + `", "models": ["m-ok", "m-denied"]},
+    "env": {"type": "openai", "baseUrl": "` + upstreamURL + `/echo", "apiKey": "env:LLMGW_LEAK_PROVIDER", "models": ["m-echo"]},
+    "fil": {"type": "anthropic", "baseUrl": "` + upstreamURL + `/echo", "apiKey": "file:` + provFile + `", "models": ["claude"]},
+    "slow": {"type": "gemini", "baseUrl": "` + upstreamURL + `/stall", "apiKey": "` + leakProviderLiteral + `", "models": ["g"], "requestTimeout": "100ms"},
+    "stallo": {"type": "openai", "baseUrl": "` + upstreamURL + `/stall", "apiKey": "` + leakProviderLiteral + `", "models": ["m-stall"], "requestTimeout": "100ms"},
+    "cut": {"type": "openai", "baseUrl": "` + upstreamURL + `/cut", "apiKey": "env:LLMGW_LEAK_PROVIDER", "models": ["m-cut"]}
+  },
+  "groups": {"all": {}, "limited": {"providers": ["lit"], "models": ["m-ok"]}},
+  "users": {"inline": [
+    {"name": "lituser", "group": "all", "apiKey": "` + leakUserLiteral + `"},
+    {"name": "envuser", "group": "limited", "apiKey": "env:LLMGW_LEAK_USER"},
+    {"name": "fileuser", "group": "all", "apiKey": "file:` + userFile + `"}
+  ]}
+}`
+}
+
+func leakUpstream(t *testing.T) *fakeUpstream {
+	return newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/echo"):
+			echoCredentials(w, r)
+		case strings.HasPrefix(r.URL.Path, "/stall"):
+			<-r.Context().Done()
+		case strings.HasPrefix(r.URL.Path, "/cut"):
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, "data: {\"n\":1}\n\n")
+		default:
+			okJSON(`{"id":"ok"}`)(w, r)
+		}
+	})
+}
+
+type leakCase struct {
+	name   string
+	req    testRequest
+	status int
+}
+
+func checkNoSecrets(t *testing.T, where, text string) {
+	t.Helper()
+	for _, s := range leakSecrets {
+		if strings.Contains(text, s) {
+			t.Errorf("%s contains secret %q:\n%s", where, s, text)
+		}
+	}
+}
+
+func runLeakCases(t *testing.T, base string, logs *syncBuffer, cases []leakCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := send(t, base, tc.req)
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d; body %s", resp.StatusCode, tc.status, body)
+			}
+			checkNoSecrets(t, "response body", body)
+			var hdr strings.Builder
+			for k, vs := range resp.Header {
+				hdr.WriteString(k + ": " + strings.Join(vs, ",") + "\n")
+			}
+			checkNoSecrets(t, "response headers", hdr.String())
+		})
+	}
+	checkNoSecrets(t, "gateway log", logs.String())
+}
+
+func TestSecretsNeverLeakUnified(t *testing.T) {
+	up := leakUpstream(t)
+	srv, logs := newTestGateway(t, leakFixture(t, up.URL), nil)
+	big := `{"model":"m-ok","pad":"` + strings.Repeat("x", maxUnifiedRequestBytes) + `"}`
+	cases := []leakCase{
+		{"success_literal_user", testRequest{path: "/v1/chat/completions", body: `{"model":"m-ok"}`, headers: bearer(leakUserLiteral)}, 200},
+		{"success_env_user_x_api_key", testRequest{path: "/v1/embeddings", body: `{"model":"lit/m-ok"}`, headers: map[string]string{"X-Api-Key": leakUserEnv}}, 200},
+		{"success_file_user", testRequest{method: "GET", path: "/v1/models", headers: bearer(leakUserFile)}, 200},
+		{"unauthorized_provider_key_as_user_key", testRequest{path: "/v1/chat/completions", body: `{"model":"m-ok"}`, headers: bearer(leakProviderLiteral)}, 401},
+		{"unauthorized_both_headers", testRequest{path: "/v1/chat/completions", body: `{"model":"m-ok"}`, headers: map[string]string{"Authorization": "Bearer " + leakProviderEnv, "X-Api-Key": leakProviderFile}}, 401},
+		{"forbidden_model", testRequest{path: "/v1/chat/completions", body: `{"model":"m-denied"}`, headers: bearer(leakUserEnv)}, 403},
+		{"unknown_model", testRequest{path: "/v1/chat/completions", body: `{"model":"nope"}`, headers: bearer(leakUserLiteral)}, 404},
+		{"model_named_like_a_key", testRequest{path: "/v1/chat/completions", body: `{"model":"x"}`, headers: bearer(leakUserFile)}, 404},
+		{"too_large", testRequest{path: "/v1/chat/completions", body: big, headers: bearer(leakUserLiteral)}, 413},
+		{"too_large_chunked", testRequest{path: "/v1/chat/completions", body: big, headers: bearer(leakUserLiteral), chunked: true}, 413},
+		{"malformed", testRequest{path: "/v1/chat/completions", body: `{"model":"m-ok",`, headers: bearer(leakUserLiteral)}, 400},
+		{"unknown_route", testRequest{method: "GET", path: "/v1/nothing", headers: bearer(leakUserLiteral)}, 404},
+		{"wrong_method", testRequest{method: "GET", path: "/v1/chat/completions", headers: bearer(leakUserLiteral)}, 405},
+		{"upstream_500_echoes_provider_key", testRequest{path: "/v1/chat/completions", body: `{"model":"m-echo"}`, headers: bearer(leakUserLiteral)}, 500},
+		{"provider_not_supported", testRequest{path: "/v1/chat/completions", body: `{"model":"g"}`, headers: bearer(leakUserLiteral)}, 501},
+		{"upstream_stall", testRequest{path: "/v1/chat/completions", body: `{"model":"m-stall"}`, headers: bearer(leakUserLiteral)}, 502},
+		{"stream_truncated", testRequest{path: "/v1/chat/completions", body: `{"model":"m-cut","stream":true}`, headers: bearer(leakUserFile)}, 200},
+	}
+	runLeakCases(t, srv.URL, logs, cases)
+}
+
+func TestSecretsNeverLeakPassthrough(t *testing.T) {
+	up := leakUpstream(t)
+	srv, logs := newTestGateway(t, leakFixture(t, up.URL), nil)
+	cases := []leakCase{
+		{"success", testRequest{path: "/lit/v1/chat/completions", body: `{"model":"m-ok"}`, headers: bearer(leakUserLiteral)}, 200},
+		{"unauthorized", testRequest{path: "/lit/v1/chat/completions", body: `{}`, headers: bearer(leakProviderEnv)}, 401},
+		{"provider_forbidden", testRequest{path: "/env/v1/chat/completions", body: `{}`, headers: bearer(leakUserEnv)}, 403},
+		{"model_forbidden", testRequest{path: "/lit/v1/chat/completions", body: `{"model":"m-denied"}`, headers: bearer(leakUserEnv)}, 403},
+		{"dot_segment", testRequest{path: "/lit/../x", body: `{}`, headers: bearer(leakUserLiteral)}, 400},
+		{"stall", testRequest{method: "GET", path: "/slow/v1beta/models", headers: bearer(leakUserFile)}, 502},
+	}
+	runLeakCases(t, srv.URL, logs, cases)
+}
+
+// A native passthrough relays the provider's answer as is; when that
+// answer echoes the credential the gateway injected, the provider key
+// reaches the client.
+func TestSecretsNeverLeakPassthroughEcho(t *testing.T) {
+	up := leakUpstream(t)
+	srv, logs := newTestGateway(t, leakFixture(t, up.URL), nil)
+	cases := []leakCase{
+		{"openai_env_key_echo", testRequest{path: "/env/v1/chat/completions", body: `{"model":"m-echo"}`, headers: bearer(leakUserLiteral)}, 500},
+		{"anthropic_file_key_echo", testRequest{path: "/fil/v1/messages", body: `{"model":"claude"}`, headers: map[string]string{"X-Api-Key": leakUserFile}}, 500},
+	}
+	runLeakCases(t, srv.URL, logs, cases)
+}
+
+func TestSecretsNeverLeakConstructionErrors(t *testing.T) {
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "k")
+	if err := os.WriteFile(keyFile, []byte(leakUserFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("LLMGW_LEAK_USER", leakUserEnv)
+	t.Setenv("LLMGW_LEAK_PROVIDER", leakProviderEnv)
+	docs := map[string]string{
+		"duplicate_user_keys_literal": `{"providers":{"p":{"type":"openai"}},"groups":{"g":{}},"users":{"inline":[{"name":"a","group":"g","apiKey":"` + leakUserLiteral + `"},{"name":"b","group":"g","apiKey":"` + leakUserLiteral + `"}]}}`,
+		"duplicate_user_keys_forms":   `{"providers":{"p":{"type":"openai"}},"groups":{"g":{}},"users":{"inline":[{"name":"a","group":"g","apiKey":"file:` + keyFile + `"},{"name":"b","group":"g","apiKey":"` + leakUserFile + `"}]}}`,
+		"user_unknown_group":          `{"providers":{"p":{"type":"openai"}},"users":{"inline":[{"name":"a","group":"nope","apiKey":"env:LLMGW_LEAK_USER"}]}}`,
+		"user_without_name":           `{"providers":{"p":{"type":"openai"}},"groups":{"g":{}},"users":{"inline":[{"group":"g","apiKey":"` + leakUserLiteral + `"}]}}`,
+		"provider_unknown_type":       `{"providers":{"p":{"type":"azure","apiKey":"` + leakProviderLiteral + `"}}}`,
+		"provider_bad_url":            `{"providers":{"p":{"type":"openai","baseUrl":"nope","apiKey":"env:LLMGW_LEAK_PROVIDER"}}}`,
+		"provider_bad_timeout":        `{"providers":{"p":{"type":"openai","apiKey":"` + leakProviderLiteral + `","requestTimeout":"x"}}}`,
+		"provider_bad_name":           `{"providers":{"p q":{"type":"openai","apiKey":"` + leakProviderLiteral + `"}}}`,
+		"provider_reserved":           `{"providers":{"v1":{"type":"openai","apiKey":"` + leakProviderLiteral + `"}}}`,
+		"unknown_key_next_to_secret":  `{"providers":{"p":{"type":"openai","apiKey":"` + leakProviderLiteral + `","apiKeys":"` + leakProviderEnv + `"}}}`,
+		"secret_with_wrong_type":      `{"providers":{"p":{"type":"openai","apiKey":["` + leakProviderLiteral + `"]}}}`,
+		"syntax_error_after_secret":   `{"providers":{"p":{"apiKey":"` + leakProviderLiteral + `" "type":"openai"}}}`,
+		"trailing_secret":             `{"providers":{"p":{"type":"openai"}}} "` + leakProviderLiteral + `"`,
+	}
+	for name, doc := range docs {
+		t.Run(name, func(t *testing.T) {
+			logs := &syncBuffer{}
+			cfg, err := DecodeConfigJSON([]byte(doc))
+			if err == nil {
+				_, err = New(nil, cfg, Options{LogOutput: logs})
+			}
+			if err == nil {
+				t.Fatal("construction succeeded")
+			}
+			checkNoSecrets(t, "construction error", err.Error())
+			checkNoSecrets(t, "construction log", logs.String())
+
+			var raw map[string]interface{}
+			if jsonErr := jsonUnmarshalString(doc, &raw); jsonErr == nil {
+				cfg2, err2 := ConfigFromMap(raw)
+				if err2 == nil {
+					_, err2 = New(nil, cfg2, Options{LogOutput: logs})
+				}
+				if err2 == nil {
+					t.Fatal("ConfigFromMap construction succeeded")
+				}
+				checkNoSecrets(t, "ConfigFromMap error", err2.Error())
+			}
+		})
+	}
+}
+
+func jsonUnmarshalString(doc string, v interface{}) error {
+	return json.Unmarshal([]byte(doc), v)
+}

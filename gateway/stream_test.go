@@ -1,0 +1,313 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// readSSEIncrementally POSTs body to url and reads the event stream line
+// by line. When the first event is complete it closes gotFirst, which the
+// upstream waits on before sending the rest: the stream can only finish
+// if event 1 reached the client while the upstream was still blocked.
+// It returns the non-blank lines.
+func readSSEIncrementally(t *testing.T, url, key, body string, gotFirst chan struct{}) []string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		data, _ := io.ReadAll(resp.Body)
+		t.Fatalf("status %d body %s", resp.StatusCode, data)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	br := bufio.NewReader(resp.Body)
+	var lines []string
+	closed := false
+	for {
+		line, err := br.ReadString('\n')
+		trimmed := strings.TrimRight(line, "\r\n")
+		if trimmed != "" {
+			lines = append(lines, trimmed)
+		} else if line != "" && !closed && len(lines) > 0 {
+			close(gotFirst)
+			closed = true
+		}
+		if err != nil {
+			break
+		}
+	}
+	if !closed {
+		close(gotFirst)
+	}
+	return lines
+}
+
+func streamConfig(upstreamURL, timeout string) string {
+	extra := ""
+	if timeout != "" {
+		extra = `"requestTimeout": "` + timeout + `",`
+	}
+	return `{` + extra + `
+  "providers": {"mock": {"type": "openai", "baseUrl": "` + upstreamURL + `", "apiKey": "` + testProviderKey + `", "models": ["m1"]}},
+  "groups": {"all": {}},
+  "users": {"inline": [{"name": "alice", "group": "all", "apiKey": "` + testAliceKey + `"}]}
+}`
+}
+
+func TestStreamIncrementalDelivery(t *testing.T) {
+	gotFirst := make(chan struct{})
+	up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("X-Request-Id", "req-1")
+		w.Header().Set("Set-Cookie", "upstream=1")
+		_, _ = io.WriteString(w, "data: {\"n\":1}\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-gotFirst:
+		case <-time.After(5 * time.Second):
+			return // the client never saw event 1: the stream stays incomplete
+		}
+		_, _ = io.WriteString(w, "data: {\"n\":2}\n\ndata: [DONE]\n\n")
+	})
+	srv, _ := newTestGateway(t, streamConfig(up.URL, ""), nil)
+	lines := readSSEIncrementally(t, srv.URL+"/v1/chat/completions", testAliceKey, `{"model":"m1","stream":true}`, gotFirst)
+	want := []string{`data: {"n":1}`, `data: {"n":2}`, `data: [DONE]`}
+	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("lines %q, want %q", lines, want)
+	}
+}
+
+func TestStreamHeadersAndBytes(t *testing.T) {
+	transcript := "event: message\r\ndata: {\"a\":1}\r\n\r\n: comment\n\ndata: {\"b\":\n2}\n\ndata: [DONE]\n\n"
+	up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
+		w.Header().Set("X-Request-Id", "req-7")
+		w.Header().Set("Set-Cookie", "upstream=1")
+		_, _ = io.WriteString(w, transcript)
+	})
+	srv, _ := newTestGateway(t, streamConfig(up.URL, ""), nil)
+	resp, body := send(t, srv.URL, testRequest{path: "/v1/chat/completions", body: `{"model":"m1","stream":true}`, headers: map[string]string{
+		"Authorization": "Bearer " + testAliceKey, "Accept": "text/event-stream"}})
+	if resp.StatusCode != 200 || body != transcript {
+		t.Fatalf("status %d body %q", resp.StatusCode, body)
+	}
+	checks := map[string]string{"Content-Type": "text/event-stream; charset=utf-8", "X-Request-Id": "req-7", "Cache-Control": "no-cache", "Set-Cookie": ""}
+	for k, want := range checks {
+		if got := resp.Header.Get(k); got != want {
+			t.Errorf("header %s = %q, want %q", k, got, want)
+		}
+	}
+	if got := up.last(t).header.Get("Accept"); got != "text/event-stream" {
+		t.Errorf("Accept forwarded as %q", got)
+	}
+}
+
+// sseErrorEvent finds the last "data: {"error":...}" event of a stream.
+func sseErrorEvent(t *testing.T, body string) envelopeDetail {
+	t.Helper()
+	lines := strings.Split(body, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.HasPrefix(lines[i], "data: {\"error\"") {
+			return decodeEnvelope(t, strings.TrimPrefix(lines[i], "data: "))
+		}
+	}
+	t.Fatalf("no error event in stream %q", body)
+	return envelopeDetail{}
+}
+
+func TestStreamAbnormalEnds(t *testing.T) {
+	cases := []struct {
+		name    string
+		timeout string
+		handler func(w http.ResponseWriter, r *http.Request)
+		prefix  string // client must see these bytes first
+		code    string
+	}{
+		{
+			name: "ends_without_done",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = io.WriteString(w, "data: {\"n\":1}\n\n")
+			},
+			prefix: "data: {\"n\":1}\n\n",
+			code:   "upstream_stream_truncated",
+		},
+		{
+			name:    "stalls_mid_stream",
+			timeout: "100ms",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = io.WriteString(w, "data: {\"n\":1}\n\n")
+				w.(http.Flusher).Flush()
+				<-r.Context().Done()
+			},
+			prefix: "data: {\"n\":1}\n\n",
+			code:   "upstream_timeout",
+		},
+		{
+			name: "connection_cut_mid_event",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = io.WriteString(w, "data: {\"n\":1}\n\ndata: {\"par")
+				w.(http.Flusher).Flush()
+				conn, _, err := http.NewResponseController(w).Hijack()
+				if err == nil {
+					_ = conn.Close()
+				}
+			},
+			prefix: "data: {\"n\":1}\n\n",
+			code:   "upstream_stream_interrupted",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			up := newFakeUpstream(t, tc.handler)
+			srv, logs := newTestGateway(t, streamConfig(up.URL, tc.timeout), nil)
+			resp, body := send(t, srv.URL, testRequest{path: "/v1/chat/completions", body: `{"model":"m1","stream":true}`, headers: bearer(testAliceKey)})
+			if resp.StatusCode != 200 || !strings.HasPrefix(body, tc.prefix) {
+				t.Fatalf("status %d body %q", resp.StatusCode, body)
+			}
+			d := sseErrorEvent(t, body)
+			if d.Code != tc.code || d.Type != "server_error" {
+				t.Fatalf("error event %+v, want code %s; logs %s", d, tc.code, logs)
+			}
+			if !strings.HasSuffix(body, "\n\n") {
+				t.Fatalf("error event not terminated by a blank line: %q", body)
+			}
+		})
+	}
+}
+
+// A slow stream that keeps sending within the window is never cut: each
+// event restarts the progress timer.
+func TestStreamSlowButSteady(t *testing.T) {
+	up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := 0; i < 6; i++ {
+			_, _ = io.WriteString(w, "data: {\"n\":1}\n\n")
+			w.(http.Flusher).Flush()
+			time.Sleep(60 * time.Millisecond)
+		}
+		_, _ = io.WriteString(w, "data: [DONE]\n\n")
+	})
+	srv, _ := newTestGateway(t, streamConfig(up.URL, "250ms"), nil)
+	resp, body := send(t, srv.URL, testRequest{path: "/v1/chat/completions", body: `{"model":"m1","stream":true}`, headers: bearer(testAliceKey)})
+	if resp.StatusCode != 200 || strings.Contains(body, `"error"`) || strings.Count(body, "\n\n") != 7 {
+		t.Fatalf("status %d body %q", resp.StatusCode, body)
+	}
+}
+
+// flushRecorder counts flushes and the bytes written before each one.
+type flushRecorder struct {
+	*httptest.ResponseRecorder
+	flushedAt []int
+}
+
+func (f *flushRecorder) Flush() {
+	f.flushedAt = append(f.flushedAt, f.Body.Len())
+	f.ResponseRecorder.Flush()
+}
+
+func TestRelaySSEFlushesPerEvent(t *testing.T) {
+	cases := []struct {
+		name       string
+		in         string
+		limit      int64
+		wantOut    string
+		wantFlush  []int
+		wantEvents int
+		wantDone   bool
+		tooLarge   bool
+	}{
+		{"two_events_and_done", "data: a\n\ndata: b\n\ndata: [DONE]\n\n", 1 << 20, "data: a\n\ndata: b\n\ndata: [DONE]\n\n", []int{9, 18, 32}, 3, true, false},
+		{"crlf", "data: a\r\n\r\n", 1 << 20, "data: a\r\n\r\n", []int{11}, 1, false, false},
+		{"done_without_space", "data:[DONE]\n\n", 1 << 20, "data:[DONE]\n\n", []int{13}, 1, true, false},
+		{"unterminated_tail_flushed", "data: a\n\ndata: b", 1 << 20, "data: a\n\ndata: b", []int{9, 16}, 1, false, false},
+		{"empty", "", 1 << 20, "", nil, 0, false, false},
+		{"cap_exceeded", "data: aaaa\n\ndata: bbbb\n\n", 14, "data: aaaa\n\n", []int{12}, 1, false, true},
+		{"done_mentioned_in_payload", "data: {\"x\":\"[DONE]\"}\n\n", 1 << 20, "data: {\"x\":\"[DONE]\"}\n\n", []int{22}, 1, false, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &flushRecorder{ResponseRecorder: httptest.NewRecorder()}
+			res := relaySSE(rec, strings.NewReader(tc.in), tc.limit)
+			if rec.Body.String() != tc.wantOut {
+				t.Fatalf("out %q, want %q", rec.Body.String(), tc.wantOut)
+			}
+			if len(rec.flushedAt) != len(tc.wantFlush) {
+				t.Fatalf("flushes at %v, want %v", rec.flushedAt, tc.wantFlush)
+			}
+			for i := 0; i < len(tc.wantFlush); i++ {
+				if rec.flushedAt[i] != tc.wantFlush[i] {
+					t.Fatalf("flushes at %v, want %v", rec.flushedAt, tc.wantFlush)
+				}
+			}
+			if res.events != tc.wantEvents || res.sawDone != tc.wantDone || res.tooLarge != tc.tooLarge {
+				t.Fatalf("result %+v", res)
+			}
+			if tc.tooLarge != (res.err != nil) {
+				t.Fatalf("err %v", res.err)
+			}
+		})
+	}
+}
+
+func TestRelaySSELongLine(t *testing.T) {
+	long := "data: " + strings.Repeat("x", 100<<10) + "\n\ndata: [DONE]\n\n"
+	rec := httptest.NewRecorder()
+	res := relaySSE(rec, strings.NewReader(long), 1<<20)
+	if rec.Body.String() != long || !res.sawDone || res.err != nil {
+		t.Fatalf("result %+v, %d bytes out", res, rec.Body.Len())
+	}
+}
+
+func TestStreamResponseTooLarge(t *testing.T) {
+	t.Parallel()
+	up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		line := "data: " + strings.Repeat("x", 1<<20) + "\n\n"
+		for i := 0; i < 33; i++ {
+			if _, err := io.WriteString(w, line); err != nil {
+				return
+			}
+		}
+		_, _ = io.WriteString(w, "data: [DONE]\n\n")
+	})
+	srv, _ := newTestGateway(t, streamConfig(up.URL, ""), nil)
+	resp, body := send(t, srv.URL, testRequest{path: "/v1/chat/completions", body: `{"model":"m1","stream":true}`, headers: bearer(testAliceKey)})
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	if len(body) > maxUpstreamResponseBytes+4096 {
+		t.Fatalf("relayed %d bytes past the cap", len(body))
+	}
+	if strings.Contains(body, "[DONE]") {
+		t.Fatal("an over-cap stream must not look finished")
+	}
+	d := sseErrorEvent(t, body)
+	if d.Code != "upstream_response_too_large" {
+		t.Fatalf("error event %+v", d)
+	}
+	var probe map[string]interface{}
+	last := body[strings.LastIndex(body, "data: {\"error\""):]
+	if err := json.Unmarshal(bytes.TrimSpace([]byte(strings.TrimPrefix(last, "data: "))), &probe); err != nil {
+		t.Fatalf("error event is not JSON: %v", err)
+	}
+}

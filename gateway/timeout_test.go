@@ -1,0 +1,137 @@
+package gateway
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// timeoutConfig: global requestTimeout and an optional per-provider
+// override.
+func timeoutConfig(upstreamURL, global, perProvider string) string {
+	g, p := "", ""
+	if global != "" {
+		g = `"requestTimeout": "` + global + `",`
+	}
+	if perProvider != "" {
+		p = `, "requestTimeout": "` + perProvider + `"`
+	}
+	return `{` + g + `
+  "providers": {"mock": {"type": "openai", "baseUrl": "` + upstreamURL + `", "apiKey": "` + testProviderKey + `", "models": ["m1"]` + p + `}},
+  "groups": {"all": {}},
+  "users": {"inline": [{"name": "alice", "group": "all", "apiKey": "` + testAliceKey + `"}]}
+}`
+}
+
+// blockUntilGone waits for the gateway to give up on the exchange.
+func blockUntilGone(r *http.Request) {
+	select {
+	case <-r.Context().Done():
+	case <-time.After(10 * time.Second):
+	}
+}
+
+func TestTimeoutStalls(t *testing.T) {
+	cases := []struct {
+		name        string
+		global      string
+		perProvider string
+		handler     http.HandlerFunc
+	}{
+		{"no_headers_global", "100ms", "", func(w http.ResponseWriter, r *http.Request) { blockUntilGone(r) }},
+		{"no_headers_provider_override", "5m", "100ms", func(w http.ResponseWriter, r *http.Request) { blockUntilGone(r) }},
+		{"stall_mid_json_body", "100ms", "", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"id":"partial",`)
+			w.(http.Flusher).Flush()
+			blockUntilGone(r)
+		}},
+		{"stall_after_stream_headers", "100ms", "", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(200)
+			w.(http.Flusher).Flush()
+			blockUntilGone(r)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			up := newFakeUpstream(t, tc.handler)
+			srv, logs := newTestGateway(t, timeoutConfig(up.URL, tc.global, tc.perProvider), nil)
+			path := "/v1/chat/completions"
+			resp, body := send(t, srv.URL, testRequest{path: path, body: `{"model":"m1","stream":true}`, headers: bearer(testAliceKey)})
+			if resp.Header.Get("Content-Type") == "text/event-stream" {
+				// Headers already went out: the stall is reported in-stream.
+				if d := sseErrorEvent(t, body); d.Code != "upstream_timeout" {
+					t.Fatalf("stream error %+v", d)
+				}
+				return
+			}
+			d := expectEnvelope(t, resp, body, 502, "server_error", "upstream_timeout")
+			if d.Upstream != nil {
+				t.Fatalf("a timeout carries no upstream body: %s", body)
+			}
+			if logs.String() == "" {
+				t.Fatal("timeout not logged")
+			}
+		})
+	}
+}
+
+// An upstream that is slow overall but never silent for a whole window
+// succeeds: the timeout measures progress, not total duration.
+func TestTimeoutSlowButSteadyJSON(t *testing.T) {
+	up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"parts":[0`)
+		w.(http.Flusher).Flush()
+		for i := 0; i < 6; i++ {
+			time.Sleep(60 * time.Millisecond)
+			_, _ = io.WriteString(w, `,1`)
+			w.(http.Flusher).Flush()
+		}
+		_, _ = io.WriteString(w, `]}`)
+	})
+	srv, _ := newTestGateway(t, timeoutConfig(up.URL, "250ms", ""), nil)
+	resp, body := send(t, srv.URL, testRequest{path: "/v1/chat/completions", body: `{"model":"m1"}`, headers: bearer(testAliceKey)})
+	if resp.StatusCode != 200 || body != `{"parts":[0,1,1,1,1,1,1]}` {
+		t.Fatalf("status %d body %s", resp.StatusCode, body)
+	}
+}
+
+// A per-provider override longer than the global timeout wins.
+func TestTimeoutProviderOverrideLonger(t *testing.T) {
+	up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(300 * time.Millisecond)
+		okJSON(`{"id":"late"}`)(w, r)
+	})
+	srv, _ := newTestGateway(t, timeoutConfig(up.URL, "50ms", "10s"), nil)
+	resp, body := send(t, srv.URL, testRequest{path: "/v1/embeddings", body: `{"model":"m1"}`, headers: bearer(testAliceKey)})
+	if resp.StatusCode != 200 || body != `{"id":"late"}` {
+		t.Fatalf("status %d body %s", resp.StatusCode, body)
+	}
+}
+
+func TestWatchdogUnit(t *testing.T) {
+	t.Run("fires_without_progress", func(t *testing.T) {
+		ctx, wd := startWatchdog(context.Background(), 20*time.Millisecond)
+		defer wd.stop()
+		<-ctx.Done()
+		if !wd.stalled() {
+			t.Fatal("context ended but watchdog does not report a stall")
+		}
+		e := upstreamFailure("p", wd, context.Background(), ctx.Err())
+		if e.status != 502 || e.code != "upstream_timeout" {
+			t.Fatalf("classified as %d %s", e.status, e.code)
+		}
+	})
+	t.Run("stop_is_not_a_stall", func(t *testing.T) {
+		ctx, wd := startWatchdog(context.Background(), time.Hour)
+		wd.stop()
+		<-ctx.Done()
+		if wd.stalled() {
+			t.Fatal("stop reported as a stall")
+		}
+	})
+}
