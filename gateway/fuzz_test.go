@@ -87,6 +87,11 @@ func FuzzParseJSONRequest(f *testing.F) {
 		if models != 1 {
 			t.Fatalf("accepted %d model keys: %q", models, body)
 		}
+		for i := 0; i < len(inKeys); i++ {
+			if inKeys[i] != "model" && strings.EqualFold(inKeys[i], "model") {
+				t.Fatalf("accepted a case-variant model key %q: %q", inKeys[i], body)
+			}
+		}
 		if !utf8.ValidString(newModel) {
 			return
 		}
@@ -120,13 +125,16 @@ func FuzzParseJSONRequest(f *testing.F) {
 	})
 }
 
-func FuzzPeekModel(f *testing.F) {
+// FuzzPassthroughModel targets the model check of restricted native
+// passthrough (singleTopLevelModel over the whole body).
+func FuzzPassthroughModel(f *testing.F) {
 	seeds := []string{
 		`{"model":"m1"}`,
-		`{"stream":true,"model":"m1","messages":[`,
+		`{"stream":true,"model":"m1","messages":[]}`,
 		`{"x":{"model":"inner"},"model":"outer"}`,
 		`{"model":["m1"]}`,
 		`{"model":"m1","model":"m2"}`,
+		`{"model":"m1","Model":"m2"}`,
 		`{"mod\u0065l":"m1"}`,
 		`{"model":"m`,
 		`not json`,
@@ -136,31 +144,34 @@ func FuzzPeekModel(f *testing.F) {
 	for _, s := range seeds {
 		f.Add([]byte(s))
 	}
-	f.Fuzz(func(t *testing.T, prefix []byte) {
-		model, found := singleTopLevelModel(prefix)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		model, found := singleTopLevelModel(body)
 		if found && model == "" {
 			t.Fatal("found an empty model")
 		}
-		if !found && model != "" {
-			t.Fatalf("not found but returned %q", model)
+		if !found {
+			return
 		}
-		// On a complete object, the peeked model agrees with a full parse.
-		if req, e := parseJSONRequest(prefix); e == nil {
-			if !found || model != req.model {
-				t.Fatalf("singleTopLevelModel = %q,%v; full parse %q (body %q)", model, found, req.model, prefix)
-			}
+		req, e := parseJSONRequest(body)
+		if e != nil || model != req.model || req.modelStart >= maxPassthroughPeekBytes {
+			t.Fatalf("authorized %q but a full parse says %v (body %q)", model, e, body)
 		}
-		// What a later reader of the whole body takes as the model (the
-		// last "model" key, as encoding/json and most JSON libraries do)
-		// must be what the peek authorized.
-		if found && json.Valid(prefix) {
-			var m map[string]json.RawMessage
-			if json.Unmarshal(prefix, &m) == nil {
-				var last string
-				if json.Unmarshal(m["model"], &last) != nil || last != model {
-					t.Fatalf("peek authorized %q but the body's model is %s (body %q)", model, m["model"], prefix)
-				}
-			}
+		// What a later reader of the whole body takes as the model must
+		// be what was authorized: the last "model" key, matched exactly
+		// (most JSON libraries) or case-insensitively (Go's encoding/json).
+		var exact map[string]json.RawMessage
+		if err := json.Unmarshal(body, &exact); err != nil {
+			t.Fatalf("authorized a body encoding/json refuses: %v", err)
+		}
+		var last string
+		if json.Unmarshal(exact["model"], &last) != nil || last != model {
+			t.Fatalf("authorized %q but the body's model is %s (body %q)", model, exact["model"], body)
+		}
+		var folded struct {
+			Model json.RawMessage `json:"model"`
+		}
+		if err := json.Unmarshal(body, &folded); err != nil || json.Unmarshal(folded.Model, &last) != nil || last != model {
+			t.Fatalf("authorized %q but a case-insensitive reader sees %s (body %q)", model, folded.Model, body)
 		}
 	})
 }
@@ -172,7 +183,6 @@ func FuzzRelaySSE(f *testing.F) {
 		": comment\n\n",
 		"data: unterminated",
 		"\n\n\n",
-		"data: " + strings.Repeat("x", 40<<10) + "\n\n",
 		"",
 	}
 	for _, s := range seeds {
@@ -182,8 +192,12 @@ func FuzzRelaySSE(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, cut uint16) {
 		rec := httptest.NewRecorder()
 		res := relaySSE(rec, bytes.NewReader(data), int64(len(data))+1)
-		if !bytes.Equal(rec.Body.Bytes(), data) || res.err != nil || res.tooLarge || res.bytes != int64(len(data)) {
+		complete := lastEventBoundary(data)
+		if !bytes.Equal(rec.Body.Bytes(), data[:complete]) || res.err != nil || res.tooLarge || res.bytes != int64(len(data)) {
 			t.Fatalf("under the cap: out %q err %v, in %q", rec.Body.Bytes(), res.err, data)
+		}
+		if res.partial != (complete < len(data)) {
+			t.Fatalf("partial = %v for %q", res.partial, data)
 		}
 		if res.sawDone != bytes.Contains(data, []byte("[DONE]")) && res.sawDone {
 			t.Fatalf("saw [DONE] in %q", data)
@@ -341,4 +355,22 @@ func FuzzDecodeConfigJSON(f *testing.F) {
 		}
 		_ = g.Close()
 	})
+}
+
+// lastEventBoundary is the offset just past the last blank line of an SSE
+// byte stream: everything after it is an unfinished event.
+func lastEventBoundary(data []byte) int {
+	boundary, start := 0, 0
+	for start < len(data) {
+		i := bytes.IndexByte(data[start:], '\n')
+		if i < 0 {
+			break
+		}
+		line := data[start : start+i+1]
+		start += i + 1
+		if len(line) == 1 || (len(line) == 2 && line[0] == '\r') {
+			boundary = start
+		}
+	}
+	return boundary
 }

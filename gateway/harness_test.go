@@ -1,11 +1,15 @@
 package gateway
 
 import (
+	"bufio"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Shared fixtures for the table-driven suites: a standard configuration
@@ -158,4 +162,35 @@ func newGatewayFromConfig(t *testing.T, configJSON string) (*Gateway, error) {
 		t.Cleanup(func() { _ = g.Close() })
 	}
 	return g, err
+}
+
+// sendDeclaredLength sends only the head of a POST declaring a body of
+// declared bytes, then reads the answer: a gateway must refuse an
+// oversized declared length before reading any of the body. (Sending the
+// real body races the server's early close against the client's writes.)
+func sendDeclaredLength(t *testing.T, base, path string, headers map[string]string, declared int64) (*http.Response, string) {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	head := "POST " + path + " HTTP/1.1\r\nHost: gateway\r\nContent-Length: " + strconv.FormatInt(declared, 10) + "\r\n"
+	for k, v := range headers {
+		head += k + ": " + v + "\r\n"
+	}
+	if _, err := io.WriteString(conn, head+"\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, string(data)
 }

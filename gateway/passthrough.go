@@ -72,12 +72,14 @@ func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p *providerRunti
 	target := passthroughURL(p, r.URL)
 	ctx, wd := startWatchdog(r.Context(), p.timeout)
 	defer wd.stop()
+	body.wd = wd
 	in := r.WithContext(ctx)
 	if r.Body != nil && r.Body != http.NoBody {
 		in.Body = io.NopCloser(body)
 	}
 	rp := &httputil.ReverseProxy{}
 	rp.Transport = g.transport
+	rp.ErrorLog = g.proxyErrorLog
 	rp.Rewrite = func(pr *httputil.ProxyRequest) {
 		pr.Out.URL = target
 		pr.Out.Host = ""
@@ -111,7 +113,7 @@ func passthroughURL(p *providerRuntime, in *url.URL) *url.URL {
 	target := *p.base
 	target.Path = p.base.Path + rest
 	target.RawPath = ""
-	if escaped := in.EscapedPath(); strings.HasPrefix(escaped, prefix) {
+	if escaped := in.EscapedPath(); escaped == prefix || strings.HasPrefix(escaped, prefix+"/") {
 		// Keep the client's own escaping (e.g. %2F inside a segment) when
 		// it decodes to the same path; url.URL ignores it otherwise.
 		target.RawPath = p.base.EscapedPath() + escaped[len(prefix):]
@@ -182,12 +184,16 @@ type cappedBody struct {
 	r         io.Reader
 	remaining int64
 	exceeded  bool
+	wd        *watchdog // fed by upload progress once the call starts
 }
 
 var errRequestTooLarge = errors.New("request body too large")
 
 func (c *cappedBody) Read(b []byte) (int, error) {
 	n, err := c.r.Read(b)
+	if n > 0 && c.wd != nil {
+		c.wd.progress()
+	}
 	c.remaining -= int64(n)
 	if c.remaining < 0 {
 		c.exceeded = true

@@ -159,6 +159,8 @@ func TestPassthroughRefusals(t *testing.T) {
 		{"restricted_multipart_never_read", testRequest{path: "/oai/v1/audio/transcriptions", body: `{"model":"m1"}`, headers: map[string]string{"Authorization": "Bearer " + ptM1Key, "Content-Type": "multipart/form-data; boundary=x"}}, 403, "permission_error", "model_not_allowed"},
 		{"restricted_model_beyond_peek", testRequest{path: "/oai/v1/chat/completions", body: `{"pad":"` + big + `","model":"m1"}`, headers: bearer(ptM1Key)}, 403, "permission_error", "model_not_allowed"},
 		{"restricted_duplicate_model", testRequest{path: "/oai/v1/chat/completions", body: `{"model":"m1","model":"m2"}`, headers: bearer(ptM1Key)}, 403, "permission_error", "model_not_allowed"},
+		{"restricted_case_variant_model", testRequest{path: "/oai/v1/chat/completions", body: `{"model":"m1","Model":"m2"}`, headers: bearer(ptM1Key)}, 403, "permission_error", "model_not_allowed"},
+		{"restricted_escaped_duplicate_model", testRequest{path: "/oai/v1/chat/completions", body: `{"model":"m1","mod\u0065l":"m2"}`, headers: bearer(ptM1Key)}, 403, "permission_error", "model_not_allowed"},
 		// mixed: m1only reaches oai with models [m1]; m2anywhere allows m2
 		// but only on gem. The union would wrongly allow oai + m2.
 		{"multigroup_no_union", testRequest{path: "/oai/v1/chat/completions", body: `{"model":"m2"}`, headers: bearer(ptMixedKey)}, 403, "permission_error", "model_not_allowed"},
@@ -166,6 +168,7 @@ func TestPassthroughRefusals(t *testing.T) {
 		{"dot_segment", testRequest{path: "/oai/./v1", body: `{}`, headers: bearer(ptAllKey)}, 400, "invalid_request_error", "invalid_path"},
 		{"escaped_dot_dot", testRequest{path: "/oai/v1/%2e%2e/x", body: `{}`, headers: bearer(ptAllKey)}, 400, "invalid_request_error", "invalid_path"},
 		{"escaped_slash_dot_dot", testRequest{path: "/oai/v1%2F..%2Fx", body: `{}`, headers: bearer(ptAllKey)}, 400, "invalid_request_error", "invalid_path"},
+		{"upgrade_refused", testRequest{method: "GET", path: "/oai/v1/realtime", headers: map[string]string{"Authorization": "Bearer " + ptAllKey, "Connection": "Upgrade", "Upgrade": "websocket"}}, 501, "invalid_request_error", "upgrade_not_supported"},
 		{"passthrough_disabled", testRequest{path: "/off/v1/chat/completions", body: `{}`, headers: bearer(ptAllKey)}, 404, "invalid_request_error", "not_found"},
 		{"unknown_provider", testRequest{path: "/nope/v1/chat/completions", body: `{}`, headers: bearer(ptAllKey)}, 404, "invalid_request_error", "not_found"},
 	}
@@ -235,10 +238,16 @@ func TestPassthroughBodyTooLarge(t *testing.T) {
 		{"chunked_over", maxPassthroughRequestBytes + 1, true},
 		{"chunked_at_limit", maxPassthroughRequestBytes, true},
 	}
+	headers := map[string]string{"Authorization": "Bearer " + ptAllKey, "Content-Type": "application/octet-stream"}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			resp, body := send(t, srv.URL, testRequest{path: "/oai/v1/files", body: strings.Repeat("a", tc.size), chunked: tc.chunked,
-				headers: map[string]string{"Authorization": "Bearer " + ptAllKey, "Content-Type": "application/octet-stream"}})
+			var resp *http.Response
+			var body string
+			if tc.chunked {
+				resp, body = send(t, srv.URL, testRequest{path: "/oai/v1/files", body: strings.Repeat("a", tc.size), chunked: true, headers: headers})
+			} else {
+				resp, body = sendDeclaredLength(t, srv.URL, "/oai/v1/files", headers, int64(tc.size))
+			}
 			if tc.size > maxPassthroughRequestBytes {
 				expectEnvelope(t, resp, body, 413, "invalid_request_error", "request_too_large")
 				return
@@ -271,6 +280,30 @@ func TestPassthroughEscapedSlashStaysOnProviderHost(t *testing.T) {
 				t.Fatalf("request left for a client-chosen host (status %d, body %s); it carried Authorization=%q X-Goog-Api-Key=%q",
 					resp.StatusCode, body, got.header.Get("Authorization"), got.header.Get("X-Goog-Api-Key"))
 			}
+		})
+	}
+}
+
+// An escaped slash right after the provider name still yields a valid
+// request to the provider: the upstream receives it on a path starting
+// with "/", or the gateway refuses it with its own envelope.
+func TestPassthroughEscapedSlashAfterName(t *testing.T) {
+	up := newFakeUpstream(t, okJSON(`{"native":true}`))
+	srv, _ := newTestGateway(t, passthroughConfig(up.URL, false), nil)
+	for _, p := range []string{"/oai%2Fv1/models", "/oai%2fv1/models"} {
+		t.Run(url.PathEscape(p), func(t *testing.T) {
+			before := up.count()
+			resp, body := send(t, srv.URL, testRequest{method: "GET", path: p, headers: bearer(ptAllKey)})
+			if up.count() == before+1 {
+				if got := up.last(t); !strings.HasPrefix(got.path, "/") || resp.StatusCode != 200 {
+					t.Fatalf("upstream path %q, status %d", got.path, resp.StatusCode)
+				}
+				return
+			}
+			if resp.StatusCode == 200 {
+				t.Fatalf("200 without reaching the upstream: %s", body)
+			}
+			decodeEnvelope(t, body) // the gateway's own refusal, not a relayed upstream 400
 		})
 	}
 }

@@ -170,7 +170,7 @@ func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, p *provide
 		} else {
 			e.message = "stream from provider \"" + p.name + "\" was interrupted"
 		}
-	case !res.sawDone:
+	case !res.sawDone || res.partial:
 		e = newError(http.StatusBadGateway, "server_error", "upstream_stream_truncated",
 			"stream from provider \""+p.name+"\" ended without [DONE]")
 	default:

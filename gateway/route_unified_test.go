@@ -169,6 +169,8 @@ func TestUnifiedRequestErrors(t *testing.T) {
 		{"model_not_string", testRequest{path: "/v1/chat/completions", body: `{"model":7}`, headers: auth}, 400, "invalid_request_error", "invalid_model", ""},
 		{"duplicate_model", testRequest{path: "/v1/chat/completions", body: `{"model":"m1","model":"m2"}`, headers: auth}, 400, "invalid_request_error", "invalid_request", ""},
 		{"duplicate_model_escaped_key", testRequest{path: "/v1/embeddings", body: `{"model":"m1","mod\u0065l":"m2"}`, headers: auth}, 400, "invalid_request_error", "invalid_request", ""},
+		{"case_variant_model_key", testRequest{path: "/v1/chat/completions", body: `{"model":"m1","Model":"m2"}`, headers: auth}, 400, "invalid_request_error", "invalid_request", ""},
+		{"only_case_variant_model_key", testRequest{path: "/v1/chat/completions", body: `{"MODEL":"m1"}`, headers: auth}, 400, "invalid_request_error", "invalid_request", ""},
 		{"trailing_object", testRequest{path: "/v1/chat/completions", body: `{"model":"m1"}{"model":"m2"}`, headers: auth}, 400, "invalid_request_error", "invalid_json", ""},
 		{"trailing_garbage", testRequest{path: "/v1/chat/completions", body: `{"model":"m1"} x`, headers: auth}, 400, "invalid_request_error", "invalid_json", ""},
 		{"trailing_bracket", testRequest{path: "/v1/chat/completions", body: `{"model":"m1"}]`, headers: auth}, 400, "invalid_request_error", "invalid_json", ""},
@@ -176,7 +178,6 @@ func TestUnifiedRequestErrors(t *testing.T) {
 		{"unknown_prefixed_model", testRequest{path: "/v1/chat/completions", body: `{"model":"mock/gpt-9"}`, headers: auth}, 404, "invalid_request_error", "model_not_found", ""},
 		{"denied_model", testRequest{path: "/v1/chat/completions", body: `{"model":"m2"}`, headers: bearer(testBobKey)}, 403, "permission_error", "model_not_allowed", ""},
 		{"denied_prefixed_model", testRequest{path: "/v1/embeddings", body: `{"model":"mock/m2"}`, headers: bearer(testBobKey)}, 403, "permission_error", "model_not_allowed", ""},
-		{"too_large_content_length", testRequest{path: "/v1/chat/completions", body: overCap, headers: auth}, 413, "invalid_request_error", "request_too_large", ""},
 		{"too_large_chunked", testRequest{path: "/v1/embeddings", body: overCap, headers: auth, chunked: true}, 413, "invalid_request_error", "request_too_large", ""},
 		{"get_chat", testRequest{method: "GET", path: "/v1/chat/completions", headers: auth}, 405, "invalid_request_error", "method_not_allowed", "POST"},
 		{"put_embeddings", testRequest{method: "PUT", path: "/v1/embeddings", body: `{"model":"m1"}`, headers: auth}, 405, "invalid_request_error", "method_not_allowed", "POST"},
@@ -200,17 +201,29 @@ func TestUnifiedRequestErrors(t *testing.T) {
 	}
 }
 
+func TestUnifiedDeclaredLengthTooLarge(t *testing.T) {
+	up := newFakeUpstream(t, okJSON(`{"id":"ok"}`))
+	srv, _ := newTestGateway(t, standardConfig(up.URL), nil)
+	for _, path := range []string{"/v1/chat/completions", "/v1/embeddings"} {
+		t.Run(path, func(t *testing.T) {
+			resp, body := sendDeclaredLength(t, srv.URL, path, bearer(testAliceKey), maxUnifiedRequestBytes+1)
+			expectEnvelope(t, resp, body, 413, "invalid_request_error", "request_too_large")
+			if up.count() != 0 {
+				t.Fatal("an oversized request reached the upstream")
+			}
+		})
+	}
+}
+
 func TestUnifiedBodyAtLimitIsAccepted(t *testing.T) {
 	t.Parallel()
 	up := newFakeUpstream(t, okJSON(`{"id":"ok"}`))
 	srv, _ := newTestGateway(t, standardConfig(up.URL), nil)
 	head, tail := `{"model":"m1","pad":"`, `"}`
 	body := head + strings.Repeat("x", maxUnifiedRequestBytes-len(head)-len(tail)) + tail
-	for _, chunked := range []bool{false, true} {
-		resp, out := send(t, srv.URL, testRequest{path: "/v1/chat/completions", body: body, headers: bearer(testAliceKey), chunked: chunked})
-		if resp.StatusCode != 200 || len(up.last(t).body) != maxUnifiedRequestBytes {
-			t.Fatalf("chunked=%v status %d body %.200s", chunked, resp.StatusCode, out)
-		}
+	resp, out := send(t, srv.URL, testRequest{path: "/v1/chat/completions", body: body, headers: bearer(testAliceKey), chunked: true})
+	if resp.StatusCode != 200 || len(up.last(t).body) != maxUnifiedRequestBytes {
+		t.Fatalf("status %d body %.200s", resp.StatusCode, out)
 	}
 }
 

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -100,6 +101,55 @@ func TestSecretFormsResolvedAtConstruction(t *testing.T) {
 				if got := up.last(t).header.Get("Authorization"); got != "Bearer sk-provider-from-env" {
 					t.Fatalf("provider key %q", got)
 				}
+			}
+		})
+	}
+}
+
+// A key that resolves with surrounding whitespace (an env file's trailing
+// newline, a padded literal) must either be refused at construction,
+// naming the field, or work as the trimmed key. Accepting it silently
+// leaves a user who can never authenticate (presented keys are trimmed)
+// or a provider whose every request fails on an invalid header.
+func TestSecretSurroundingWhitespace(t *testing.T) {
+	up := newFakeUpstream(t, okJSON(`{"id":"ok"}`))
+	cases := []struct {
+		name      string
+		envValue  string
+		userKey   string // config value for the user's apiKey
+		provKey   string // config value for the provider's apiKey
+		presented string
+		field     string
+		upstream  string // the Authorization the provider must receive
+	}{
+		{"user_env_trailing_space", "sk-ws-user-env ", "env:LLMGW_WS", "sk-ws-prov", "sk-ws-user-env", "users.inline[0]", "Bearer sk-ws-prov"},
+		{"user_env_trailing_newline", "sk-ws-user-nl\n", "env:LLMGW_WS", "sk-ws-prov", "sk-ws-user-nl", "users.inline[0]", "Bearer sk-ws-prov"},
+		{"user_literal_leading_space", "", " sk-ws-user-lit", "sk-ws-prov", "sk-ws-user-lit", "users.inline[0]", "Bearer sk-ws-prov"},
+		{"provider_env_trailing_newline", "sk-ws-prov-nl\n", "sk-ws-user", "env:LLMGW_WS", "sk-ws-user", "providers.mock.apiKey", "Bearer sk-ws-prov-nl"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("LLMGW_WS", tc.envValue)
+			cfg := `{"providers":{"mock":{"type":"openai","baseUrl":"` + up.URL + `","apiKey":"` + tc.provKey + `","models":["m1"]}},
+			"groups":{"g":{}},"users":{"inline":[{"name":"u","group":"g","apiKey":"` + tc.userKey + `"}]}}`
+			g, err := newGatewayFromConfig(t, cfg)
+			if err != nil {
+				if !strings.Contains(err.Error(), tc.field) {
+					t.Fatalf("error %q does not name %s", err, tc.field)
+				}
+				if strings.Contains(err.Error(), "sk-ws-") {
+					t.Fatalf("error leaks the key: %q", err)
+				}
+				return
+			}
+			srv := httptest.NewServer(g)
+			defer srv.Close()
+			resp, body := send(t, srv.URL, testRequest{path: "/v1/chat/completions", body: `{"model":"m1"}`, headers: bearer(tc.presented)})
+			if resp.StatusCode != 200 {
+				t.Fatalf("accepted at construction, but the request fails: %d %s", resp.StatusCode, body)
+			}
+			if got := up.last(t).header.Get("Authorization"); got != tc.upstream {
+				t.Fatalf("provider key sent as %q", got)
 			}
 		})
 	}

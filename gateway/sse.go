@@ -16,52 +16,53 @@ type sseRelayResult struct {
 	sawDone  bool  // an OpenAI "data: [DONE]" terminator arrived
 	err      error // read failure or size cap; nil for a clean end
 	tooLarge bool
+	partial  bool // the stream ended inside an event, which was dropped
 }
 
 var errStreamTooLarge = errors.New("upstream stream exceeded the response size limit")
 
-// relaySSE copies an SSE body to w event by event, flushing after every
-// complete event (the blank line that ends it), so each token reaches the
-// client as soon as the upstream produced it. w must be the writer the
-// host handed the gateway: its Flush is what pushes bytes to the client.
+// relaySSE copies an SSE body to w one complete event at a time and
+// flushes after each, so every token reaches the client as soon as the
+// upstream produced it. An event is held back until its terminating blank
+// line; an event cut short by the end of the stream is dropped, so an
+// error event appended afterwards is always parseable on its own. w must
+// be the writer the host handed the gateway: its Flush is what pushes
+// bytes to the client.
 func relaySSE(w http.ResponseWriter, body io.Reader, limit int64) sseRelayResult {
 	var res sseRelayResult
 	flusher, _ := w.(http.Flusher)
 	br := bufio.NewReaderSize(body, 32<<10)
-	pending := false // bytes of an unfinished event were written
+	var event []byte
 	for {
 		line, err := br.ReadSlice('\n')
 		if len(line) > 0 {
 			res.bytes += int64(len(line))
 			if res.bytes > limit {
-				res.err, res.tooLarge = errStreamTooLarge, true
+				res.err, res.tooLarge, res.partial = errStreamTooLarge, true, len(event) > 0
 				return res
 			}
-			if _, werr := w.Write(line); werr != nil {
-				res.err = werr
-				return res
-			}
-			if isBlankLine(line) {
-				if pending {
+			event = append(event, line...)
+			if err == nil && isBlankLine(line) {
+				if len(event) > len(line) {
 					res.events++
-					pending = false
+				}
+				if isDoneEvent(event) {
+					res.sawDone = true
+				}
+				if _, werr := w.Write(event); werr != nil {
+					res.err = werr
+					return res
 				}
 				if flusher != nil {
 					flusher.Flush()
 				}
-			} else {
-				pending = true
-				if isDoneLine(line) {
-					res.sawDone = true
-				}
+				event = event[:0]
 			}
 		}
 		if err == nil || err == bufio.ErrBufferFull {
 			continue
 		}
-		if pending && flusher != nil {
-			flusher.Flush()
-		}
+		res.partial = len(event) > 0
 		if err != io.EOF {
 			res.err = err
 		}
@@ -69,8 +70,12 @@ func relaySSE(w http.ResponseWriter, body io.Reader, limit int64) sseRelayResult
 	}
 }
 
-// isDoneLine recognises OpenAI's stream terminator, "data: [DONE]".
-func isDoneLine(line []byte) bool {
+// isDoneEvent recognises OpenAI's stream terminator, "data: [DONE]".
+func isDoneEvent(event []byte) bool {
+	line := event
+	if i := bytes.IndexByte(line, '\n'); i >= 0 {
+		line = line[:i]
+	}
 	if !bytes.HasPrefix(line, []byte("data:")) {
 		return false
 	}
@@ -87,7 +92,6 @@ func isBlankLine(line []byte) bool {
 func writeSSEError(w http.ResponseWriter, e *apiError) {
 	detail := openAIErrorBody{Error: openAIErrorDetail{Message: e.message, Type: e.kind, Code: e.code}}
 	data, _ := json.Marshal(detail)
-	_, _ = w.Write([]byte("\n"))
 	_, _ = w.Write(append(append([]byte("data: "), data...), '\n', '\n'))
 	if f, ok := w.(http.Flusher); ok {
 		f.Flush()

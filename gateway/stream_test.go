@@ -2,8 +2,7 @@ package gateway
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/json"
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -119,17 +118,67 @@ func TestStreamHeadersAndBytes(t *testing.T) {
 	}
 }
 
-// sseErrorEvent finds the last "data: {"error":...}" event of a stream.
-func sseErrorEvent(t *testing.T, body string) envelopeDetail {
-	t.Helper()
+// sseEvents parses a stream the way an SSE client does (lines end in
+// LF, CRLF or CR; a blank line dispatches the event; data lines join with
+// "\n") and returns each dispatched event's data.
+func sseEvents(body string) []string {
+	body = strings.ReplaceAll(body, "\r\n", "\n")
+	body = strings.ReplaceAll(body, "\r", "\n")
+	var events []string
+	var data []string
+	has := false
 	lines := strings.Split(body, "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		if strings.HasPrefix(lines[i], "data: {\"error\"") {
-			return decodeEnvelope(t, strings.TrimPrefix(lines[i], "data: "))
+	// The text after the last "\n" is an unterminated line: never dispatched.
+	for i := 0; i < len(lines)-1; i++ {
+		line := lines[i]
+		if line == "" {
+			if has {
+				events = append(events, strings.Join(data, "\n"))
+			}
+			data, has = nil, false
+			continue
+		}
+		if strings.HasPrefix(line, "data:") {
+			v := strings.TrimPrefix(line, "data:")
+			v = strings.TrimPrefix(v, " ")
+			data = append(data, v)
+			has = true
 		}
 	}
-	t.Fatalf("no error event in stream %q", body)
-	return envelopeDetail{}
+	return events
+}
+
+// lastErrorLine returns the last raw "data: {"error"...}" line; a loose
+// check that an error was appended at all.
+func lastErrorLine(t *testing.T, body string) envelopeDetail {
+	t.Helper()
+	i := strings.LastIndex(body, "\ndata: {\"error\"")
+	if i < 0 {
+		t.Fatalf("no error line in stream %.600q", body)
+	}
+	line := strings.TrimSuffix(strings.TrimPrefix(body[i+1:], "data: "), "\n\n")
+	return decodeEnvelope(t, line)
+}
+
+// sseErrorEvent returns the stream's last dispatched event, which must be
+// an error envelope a client can parse on its own.
+func sseErrorEvent(t *testing.T, body string) envelopeDetail {
+	t.Helper()
+	events := sseEvents(body)
+	if len(events) == 0 {
+		t.Fatalf("no event in stream %.600q", body)
+	}
+	last := events[len(events)-1]
+	if !strings.HasPrefix(last, "{\"error\"") {
+		if len(last) > 300 {
+			last = "..." + last[len(last)-300:]
+		}
+		if len(body) > 600 {
+			body = "..." + body[len(body)-600:]
+		}
+		t.Fatalf("last event is not a parseable error event: %q (stream %q)", last, body)
+	}
+	return decodeEnvelope(t, last)
 }
 
 func TestStreamAbnormalEnds(t *testing.T) {
@@ -162,6 +211,27 @@ func TestStreamAbnormalEnds(t *testing.T) {
 			code:   "upstream_timeout",
 		},
 		{
+			name: "ends_mid_event",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = io.WriteString(w, "data: {\"n\":1}\n\ndata: {\"n\":2}\n")
+			},
+			prefix: "data: {\"n\":1}\n\n",
+			code:   "upstream_stream_truncated",
+		},
+		{
+			name:    "stalls_mid_event",
+			timeout: "100ms",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = io.WriteString(w, "data: {\"n\":1}\n\ndata: {\"choices\":")
+				w.(http.Flusher).Flush()
+				<-r.Context().Done()
+			},
+			prefix: "data: {\"n\":1}\n\n",
+			code:   "upstream_timeout",
+		},
+		{
 			name: "connection_cut_mid_event",
 			handler: func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "text/event-stream")
@@ -184,12 +254,14 @@ func TestStreamAbnormalEnds(t *testing.T) {
 			if resp.StatusCode != 200 || !strings.HasPrefix(body, tc.prefix) {
 				t.Fatalf("status %d body %q", resp.StatusCode, body)
 			}
-			d := sseErrorEvent(t, body)
-			if d.Code != tc.code || d.Type != "server_error" {
-				t.Fatalf("error event %+v, want code %s; logs %s", d, tc.code, logs)
+			if d := lastErrorLine(t, body); d.Code != tc.code || d.Type != "server_error" {
+				t.Fatalf("error line %+v, want code %s; logs %s", d, tc.code, logs)
 			}
 			if !strings.HasSuffix(body, "\n\n") {
 				t.Fatalf("error event not terminated by a blank line: %q", body)
+			}
+			if d := sseErrorEvent(t, body); d.Code != tc.code {
+				t.Fatalf("error event %+v, want code %s", d, tc.code)
 			}
 		})
 	}
@@ -203,11 +275,11 @@ func TestStreamSlowButSteady(t *testing.T) {
 		for i := 0; i < 6; i++ {
 			_, _ = io.WriteString(w, "data: {\"n\":1}\n\n")
 			w.(http.Flusher).Flush()
-			time.Sleep(60 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond)
 		}
 		_, _ = io.WriteString(w, "data: [DONE]\n\n")
 	})
-	srv, _ := newTestGateway(t, streamConfig(up.URL, "250ms"), nil)
+	srv, _ := newTestGateway(t, streamConfig(up.URL, "400ms"), nil)
 	resp, body := send(t, srv.URL, testRequest{path: "/v1/chat/completions", body: `{"model":"m1","stream":true}`, headers: bearer(testAliceKey)})
 	if resp.StatusCode != 200 || strings.Contains(body, `"error"`) || strings.Count(body, "\n\n") != 7 {
 		t.Fatalf("status %d body %q", resp.StatusCode, body)
@@ -239,7 +311,7 @@ func TestRelaySSEFlushesPerEvent(t *testing.T) {
 		{"two_events_and_done", "data: a\n\ndata: b\n\ndata: [DONE]\n\n", 1 << 20, "data: a\n\ndata: b\n\ndata: [DONE]\n\n", []int{9, 18, 32}, 3, true, false},
 		{"crlf", "data: a\r\n\r\n", 1 << 20, "data: a\r\n\r\n", []int{11}, 1, false, false},
 		{"done_without_space", "data:[DONE]\n\n", 1 << 20, "data:[DONE]\n\n", []int{13}, 1, true, false},
-		{"unterminated_tail_flushed", "data: a\n\ndata: b", 1 << 20, "data: a\n\ndata: b", []int{9, 16}, 1, false, false},
+		{"unterminated_tail_dropped", "data: a\n\ndata: b", 1 << 20, "data: a\n\n", []int{9}, 1, false, false},
 		{"empty", "", 1 << 20, "", nil, 0, false, false},
 		{"cap_exceeded", "data: aaaa\n\ndata: bbbb\n\n", 14, "data: aaaa\n\n", []int{12}, 1, false, true},
 		{"done_mentioned_in_payload", "data: {\"x\":\"[DONE]\"}\n\n", 1 << 20, "data: {\"x\":\"[DONE]\"}\n\n", []int{22}, 1, false, false},
@@ -301,13 +373,49 @@ func TestStreamResponseTooLarge(t *testing.T) {
 	if strings.Contains(body, "[DONE]") {
 		t.Fatal("an over-cap stream must not look finished")
 	}
-	d := sseErrorEvent(t, body)
-	if d.Code != "upstream_response_too_large" {
+	if d := lastErrorLine(t, body); d.Code != "upstream_response_too_large" || d.Type != "server_error" {
+		t.Fatalf("error line %+v", d)
+	}
+	// The cap falls inside a 1 MiB data line.
+	if d := sseErrorEvent(t, body); d.Code != "upstream_response_too_large" {
 		t.Fatalf("error event %+v", d)
 	}
-	var probe map[string]interface{}
-	last := body[strings.LastIndex(body, "data: {\"error\""):]
-	if err := json.Unmarshal(bytes.TrimSpace([]byte(strings.TrimPrefix(last, "data: "))), &probe); err != nil {
-		t.Fatalf("error event is not JSON: %v", err)
+}
+
+// A client that goes away mid-stream cancels the upstream call.
+func TestStreamClientDisconnectCancelsUpstream(t *testing.T) {
+	cancelled := make(chan struct{})
+	up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "data: {\"n\":1}\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+			close(cancelled)
+		case <-time.After(5 * time.Second):
+		}
+	})
+	srv, logs := newTestGateway(t, streamConfig(up.URL, ""), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/v1/chat/completions", strings.NewReader(`{"model":"m1","stream":true}`))
+	req.Header.Set("Authorization", "Bearer "+testAliceKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	if err != nil || line != "data: {\"n\":1}\n" {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	cancel()
+	resp.Body.Close()
+	select {
+	case <-cancelled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the upstream call outlived the client")
+	}
+	if strings.Contains(logs.String(), "ERROR") {
+		t.Fatalf("a client disconnect is not an error: %s", logs)
 	}
 }

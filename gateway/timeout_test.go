@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -79,21 +80,22 @@ func TestTimeoutStalls(t *testing.T) {
 	}
 }
 
-// An upstream that is slow overall but never silent for a whole window
-// succeeds: the timeout measures progress, not total duration.
+// An upstream that is slow overall (6 x 100ms > 400ms) but never silent
+// for a whole window succeeds: the timeout measures progress, not total
+// duration.
 func TestTimeoutSlowButSteadyJSON(t *testing.T) {
 	up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"parts":[0`)
 		w.(http.Flusher).Flush()
 		for i := 0; i < 6; i++ {
-			time.Sleep(60 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond)
 			_, _ = io.WriteString(w, `,1`)
 			w.(http.Flusher).Flush()
 		}
 		_, _ = io.WriteString(w, `]}`)
 	})
-	srv, _ := newTestGateway(t, timeoutConfig(up.URL, "250ms", ""), nil)
+	srv, _ := newTestGateway(t, timeoutConfig(up.URL, "400ms", ""), nil)
 	resp, body := send(t, srv.URL, testRequest{path: "/v1/chat/completions", body: `{"model":"m1"}`, headers: bearer(testAliceKey)})
 	if resp.StatusCode != 200 || body != `{"parts":[0,1,1,1,1,1,1]}` {
 		t.Fatalf("status %d body %s", resp.StatusCode, body)
@@ -134,4 +136,36 @@ func TestWatchdogUnit(t *testing.T) {
 			t.Fatal("stop reported as a stall")
 		}
 	})
+}
+
+// A native passthrough that stalls after its headers cannot be turned
+// into a 502 any more; the client must see the body cut short, never a
+// complete-looking response and never a hang.
+func TestTimeoutPassthroughStallMidBody(t *testing.T) {
+	up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", "100")
+		_, _ = io.WriteString(w, `{"partial":`)
+		w.(http.Flusher).Flush()
+		blockUntilGone(r)
+	})
+	cfg := `{"requestTimeout": "100ms",
+  "providers": {"oai": {"type": "openai", "baseUrl": "` + up.URL + `", "apiKey": "sk-pt-stall"}},
+  "groups": {"all": {}},
+  "users": {"inline": [{"name": "alice", "group": "all", "apiKey": "` + testAliceKey + `"}]}}`
+	srv, _ := newTestGateway(t, cfg, nil)
+	req, _ := http.NewRequest("GET", srv.URL+"/oai/v1/models", nil)
+	req.Header.Set("Authorization", "Bearer "+testAliceKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return // connection aborted before the headers were flushed
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err == nil {
+		t.Fatalf("stalled passthrough body ended cleanly: %d %q", resp.StatusCode, data)
+	}
+	if !strings.HasPrefix(`{"partial":`, string(data)) {
+		t.Fatalf("relayed %q before the cut", data)
+	}
 }

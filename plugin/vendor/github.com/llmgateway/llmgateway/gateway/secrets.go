@@ -9,8 +9,10 @@ import (
 
 // resolveSecret resolves a secret form: "env:VAR" reads the environment
 // variable VAR (unset or empty is an error), "file:/path" reads the file
-// trimmed of surrounding whitespace (unreadable or empty is an error),
-// anything else is the literal value. Errors never contain the secret.
+// (unreadable or empty is an error), anything else is the literal value.
+// Every form is trimmed of surrounding whitespace: a key can never carry
+// it over HTTP (header values are trimmed), so "sk-x\n" from an env var
+// means "sk-x". Errors never contain the secret.
 func resolveSecret(value string) (string, error) {
 	switch {
 	case strings.HasPrefix(value, "env:"):
@@ -18,7 +20,7 @@ func resolveSecret(value string) (string, error) {
 		if name == "" {
 			return "", errors.New(`"env:" names no variable`)
 		}
-		v := os.Getenv(name)
+		v := strings.TrimSpace(os.Getenv(name))
 		if v == "" {
 			return "", errors.New("environment variable " + name + " is unset or empty")
 		}
@@ -38,7 +40,7 @@ func resolveSecret(value string) (string, error) {
 		}
 		return v, nil
 	}
-	return value, nil
+	return strings.TrimSpace(value), nil
 }
 
 func describeFileError(err error) string {
