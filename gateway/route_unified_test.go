@@ -317,7 +317,7 @@ func TestUnifiedUpstreamResponseTooLarge(t *testing.T) {
 }
 
 func TestUnifiedUpstreamUnreachable(t *testing.T) {
-	cfg := strings.Replace(standardConfig("http://127.0.0.1:9"), "", "", 0)
+	cfg := standardConfig("http://127.0.0.1:9")
 	srv, logs := newTestGateway(t, cfg, nil)
 	resp, body := send(t, srv.URL, testRequest{path: "/v1/chat/completions", body: `{"model":"m1"}`, headers: bearer(testAliceKey)})
 	expectEnvelope(t, resp, body, 502, "server_error", "upstream_error")

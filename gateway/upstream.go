@@ -33,7 +33,11 @@ func newUpstreamTransport() *http.Transport {
 		ExpectContinueTimeout: time.Second,
 		ForceAttemptHTTP2:     true,
 	}
-	t.DialContext = dialer.DialContext
+	// A closure, not the method value dialer.DialContext: Yaegi cannot
+	// convert a compiled type's method value to a func-typed field.
+	t.DialContext = func(ctx context.Context, network, address string) (net.Conn, error) {
+		return dialer.DialContext(ctx, network, address)
+	}
 	return t
 }
 

@@ -68,7 +68,6 @@ type compiledConfig struct {
 	userDigests        [][sha256.Size]byte // parallel to users
 	passthroughUnknown bool
 	requestTimeout     time.Duration
-	warnings           []string
 }
 
 // compileConfig validates cfg and builds its runtime form. Every error

@@ -34,7 +34,9 @@ type Gateway struct {
 }
 
 // New validates cfg, compiles it into the gateway's immutable runtime
-// form and returns the gateway wrapping next. A configuration mistake is
+// form and returns the gateway wrapping next. A nil next means "no
+// downstream": unmatched routes get the 404 envelope even when
+// passthroughUnknown is set. A configuration mistake is
 // an error naming the field and value; New never panics on bad input and
 // does no network I/O.
 func New(next http.Handler, cfg *Config, opts Options) (*Gateway, error) {
