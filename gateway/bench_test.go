@@ -70,7 +70,7 @@ func newBenchUpstream(b *testing.B) *httptest.Server {
 			}
 		}
 	}))
-	b.Cleanup(srv.Close)
+	b.Cleanup(func() { srv.Close() })
 	return srv
 }
 
@@ -101,7 +101,7 @@ func newBenchReverseProxy(b *testing.B, upstreamURL string) http.Handler {
 		b.Fatal(err)
 	}
 	transport := &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256}
-	b.Cleanup(transport.CloseIdleConnections)
+	b.Cleanup(func() { transport.CloseIdleConnections() })
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)

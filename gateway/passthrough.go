@@ -79,7 +79,8 @@ func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p *providerRunti
 	}
 	rp := &httputil.ReverseProxy{}
 	rp.Transport = g.transport
-	rp.ErrorLog = g.proxyErrorLog
+	// ErrorLog stays nil (the standard logger): Yaegi wraps *log.Logger
+	// in its own type, so assigning one here fails under the interpreter.
 	rp.Rewrite = func(pr *httputil.ProxyRequest) {
 		pr.Out.URL = target
 		pr.Out.Host = ""

@@ -227,7 +227,7 @@ func TestPassthroughBodyTooLarge(t *testing.T) {
 		}
 		_, _ = io.WriteString(w, strconv.FormatInt(n, 10))
 	}))
-	t.Cleanup(up.Close)
+	t.Cleanup(func() { up.Close() })
 	srv, _ := newTestGateway(t, passthroughConfig(up.URL, false), nil)
 	cases := []struct {
 		name    string

@@ -38,7 +38,7 @@ func newFakeUpstream(t *testing.T, handler http.HandlerFunc) *fakeUpstream {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		handler(w, r)
 	}))
-	t.Cleanup(f.Close)
+	t.Cleanup(func() { f.Close() })
 	return f
 }
 

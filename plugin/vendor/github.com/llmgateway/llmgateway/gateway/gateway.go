@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"io"
-	stdlog "log"
 	"net/http"
 	"strings"
 	"time"
@@ -28,9 +27,6 @@ type Gateway struct {
 	registry  *modelRegistry
 	transport *http.Transport
 	started   time.Time
-	// proxyErrorLog routes httputil.ReverseProxy's own messages into the
-	// gateway's log.
-	proxyErrorLog *stdlog.Logger
 }
 
 // New validates cfg, compiles it into the gateway's immutable runtime
@@ -54,7 +50,7 @@ func New(next http.Handler, cfg *Config, opts Options) (*Gateway, error) {
 		transport: newUpstreamTransport(),
 		started:   time.Now(),
 	}
-	g.proxyErrorLog = stdlog.New(&logLineWriter{log: log, level: "WARN"}, "passthrough: ", 0)
+
 	if next == nil {
 		g.next = http.HandlerFunc(notFound)
 	}

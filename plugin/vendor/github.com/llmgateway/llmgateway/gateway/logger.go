@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"sync"
 	"time"
 )
@@ -39,15 +38,3 @@ func (l *logger) write(level, format string, args []interface{}) {
 func (l *logger) infof(format string, args ...interface{})  { l.write("INFO", format, args) }
 func (l *logger) warnf(format string, args ...interface{})  { l.write("WARN", format, args) }
 func (l *logger) errorf(format string, args ...interface{}) { l.write("ERROR", format, args) }
-
-// logLineWriter adapts the logger to io.Writer for the standard library's
-// log.Logger (used by httputil.ReverseProxy): one Write is one line.
-type logLineWriter struct {
-	log   *logger
-	level string
-}
-
-func (w *logLineWriter) Write(p []byte) (int, error) {
-	w.log.write(w.level, "%s", []interface{}{strings.TrimRight(string(p), "\n")})
-	return len(p), nil
-}
