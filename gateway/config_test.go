@@ -18,7 +18,7 @@ func configWithUsers(users string) string {
 }
 
 func TestConfigValidationErrors(t *testing.T) {
-	t.Setenv("LLMGW_TEST_EMPTY", "")
+	setenv(t, "LLMGW_TEST_EMPTY", "")
 	dir := t.TempDir()
 	emptyFile := filepath.Join(dir, "empty")
 	if err := os.WriteFile(emptyFile, []byte(" \n\t"), 0o600); err != nil {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -193,4 +194,23 @@ func sendDeclaredLength(t *testing.T, base, path string, headers map[string]stri
 		t.Fatal(err)
 	}
 	return resp, string(data)
+}
+
+// setenv sets an environment variable for the duration of the test so
+// that the gateway's os.Getenv sees it both compiled and under `yaegi
+// test`, whose interpreted os package keeps its own copy of the
+// environment (Traefik seeds that copy from the process environment when
+// it loads the plugin).
+func setenv(t *testing.T, key, value string) {
+	t.Helper()
+	prev, had := os.LookupEnv(key)
+	t.Setenv(key, value)
+	_ = os.Setenv(key, value)
+	t.Cleanup(func() {
+		if had {
+			_ = os.Setenv(key, prev)
+			return
+		}
+		_ = os.Unsetenv(key)
+	})
 }

@@ -42,8 +42,8 @@ func leakFixture(t *testing.T, upstreamURL string) string {
 	if err := os.WriteFile(userFile, []byte("  "+leakUserFile+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("LLMGW_LEAK_PROVIDER", leakProviderEnv)
-	t.Setenv("LLMGW_LEAK_USER", leakUserEnv)
+	setenv(t, "LLMGW_LEAK_PROVIDER", leakProviderEnv)
+	setenv(t, "LLMGW_LEAK_USER", leakUserEnv)
 	return `{
   "requestTimeout": "2s",
   "providers": {
@@ -171,8 +171,8 @@ func TestSecretsNeverLeakConstructionErrors(t *testing.T) {
 	if err := os.WriteFile(keyFile, []byte(leakUserFile), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("LLMGW_LEAK_USER", leakUserEnv)
-	t.Setenv("LLMGW_LEAK_PROVIDER", leakProviderEnv)
+	setenv(t, "LLMGW_LEAK_USER", leakUserEnv)
+	setenv(t, "LLMGW_LEAK_PROVIDER", leakProviderEnv)
 	docs := map[string]string{
 		"duplicate_user_keys_literal": `{"providers":{"p":{"type":"openai"}},"groups":{"g":{}},"users":{"inline":[{"name":"a","group":"g","apiKey":"` + leakUserLiteral + `"},{"name":"b","group":"g","apiKey":"` + leakUserLiteral + `"}]}}`,
 		"duplicate_user_keys_forms":   `{"providers":{"p":{"type":"openai"}},"groups":{"g":{}},"users":{"inline":[{"name":"a","group":"g","apiKey":"file:` + keyFile + `"},{"name":"b","group":"g","apiKey":"` + leakUserFile + `"}]}}`,

@@ -19,8 +19,8 @@ func TestResolveSecret(t *testing.T) {
 	}
 	padded := write("padded", "\n  sk-from-file-0001 \r\n")
 	blank := write("blank", " \n\t ")
-	t.Setenv("LLMGW_SECRET_SET", "sk-from-env-0001")
-	t.Setenv("LLMGW_SECRET_EMPTY", "")
+	setenv(t, "LLMGW_SECRET_SET", "sk-from-env-0001")
+	setenv(t, "LLMGW_SECRET_EMPTY", "")
 	cases := []struct {
 		name, in, want, errHas string
 	}{
@@ -68,15 +68,15 @@ func TestSecretFormsResolvedAtConstruction(t *testing.T) {
 	if err := os.WriteFile(keyFile, []byte("sk-user-from-file\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("LLMGW_PROVIDER_KEY", "sk-provider-from-env")
-	t.Setenv("LLMGW_USER2_KEY", "sk-user-from-env")
+	setenv(t, "LLMGW_PROVIDER_KEY", "sk-provider-from-env")
+	setenv(t, "LLMGW_USER2_KEY", "sk-user-from-env")
 	cfg := `{"providers":{"mock":{"type":"openai","baseUrl":"` + up.URL + `","apiKey":"env:LLMGW_PROVIDER_KEY","models":["m1"]}},
 	"groups":{"g":{}},"users":{"inline":[
 	  {"name":"fileuser","group":"g","apiKey":"file:` + keyFile + `"},
 	  {"name":"envuser","group":"g","apiKey":"env:LLMGW_USER2_KEY"}]}}`
 	srv, _ := newTestGateway(t, cfg, nil)
-	t.Setenv("LLMGW_PROVIDER_KEY", "sk-changed")
-	t.Setenv("LLMGW_USER2_KEY", "sk-changed-user")
+	setenv(t, "LLMGW_PROVIDER_KEY", "sk-changed")
+	setenv(t, "LLMGW_USER2_KEY", "sk-changed-user")
 	if err := os.WriteFile(keyFile, []byte("sk-changed-file"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestSecretSurroundingWhitespace(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Setenv("LLMGW_WS", tc.envValue)
+			setenv(t, "LLMGW_WS", tc.envValue)
 			cfg := `{"providers":{"mock":{"type":"openai","baseUrl":"` + up.URL + `","apiKey":"` + tc.provKey + `","models":["m1"]}},
 			"groups":{"g":{}},"users":{"inline":[{"name":"u","group":"g","apiKey":"` + tc.userKey + `"}]}}`
 			g, err := newGatewayFromConfig(t, cfg)

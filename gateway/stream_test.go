@@ -135,7 +135,8 @@ func sseEvents(body string) []string {
 			if has {
 				events = append(events, strings.Join(data, "\n"))
 			}
-			data, has = nil, false
+			data = data[:0]
+			has = false
 			continue
 		}
 		if strings.HasPrefix(line, "data:") {
@@ -319,6 +320,7 @@ func TestRelaySSEFlushesPerEvent(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &flushRecorder{ResponseRecorder: httptest.NewRecorder()}
+			skipWithoutFlushDispatch(t)
 			res := relaySSE(rec, strings.NewReader(tc.in), tc.limit)
 			if rec.Body.String() != tc.wantOut {
 				t.Fatalf("out %q, want %q", rec.Body.String(), tc.wantOut)
@@ -417,5 +419,21 @@ func TestStreamClientDisconnectCancelsUpstream(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "ERROR") {
 		t.Fatalf("a client disconnect is not an error: %s", logs)
+	}
+}
+
+// skipWithoutFlushDispatch skips under `yaegi test`: the interpreter
+// dispatches an interface call on a test-defined wrapper to the embedded
+// recorder's Flush, not the wrapper's, so flush positions cannot be
+// observed there. (Production never wraps the host's writer.)
+func skipWithoutFlushDispatch(t *testing.T) {
+	t.Helper()
+	probe := &flushRecorder{ResponseRecorder: httptest.NewRecorder()}
+	var w http.ResponseWriter = probe
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+	if len(probe.flushedAt) != 1 {
+		t.Skip("interpreter does not dispatch Flush to a test-defined wrapper")
 	}
 }

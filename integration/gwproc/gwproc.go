@@ -1,0 +1,252 @@
+// Package gwproc builds and runs the llmgateway binary as a child process
+// on a loopback port, for integration tests and the load benchmark.
+package gwproc
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// BinaryPackage is the import path of the gateway binary's main package.
+const BinaryPackage = "github.com/llmgateway/llmgateway/cmd/llmgateway"
+
+// Build compiles the gateway binary into dir and returns its path. It runs
+// "go build" from the caller's working directory, so the go.work workspace
+// must be visible from there.
+func Build(ctx context.Context, dir string) (string, error) {
+	out := filepath.Join(dir, "llmgateway")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, BinaryPackage)
+	var stderr bytes.Buffer
+	cmd.Stdout = &stderr
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("go build %s: %v\n%s", BinaryPackage, err, stderr.String())
+	}
+	return out, nil
+}
+
+// FreeAddr returns a loopback address with a port that was free a moment
+// ago.
+func FreeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr, nil
+}
+
+// Process is a running child process serving HTTP on Addr.
+type Process struct {
+	// Addr is the host:port the process listens on.
+	Addr string
+	// URL is "http://" + Addr.
+	URL string
+
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+	logs *syncBuffer
+}
+
+// Config describes how to start a process.
+type Config struct {
+	// Binary is the executable to run.
+	Binary string
+	// Args are its arguments; the literal "{addr}" in any of them is
+	// replaced by the chosen listen address.
+	Args []string
+	// Env is appended to the current environment.
+	Env []string
+	// ReadyPath is polled until it answers 200. Default "/readyz".
+	ReadyPath string
+	// ReadyTimeout bounds the wait. Default 20s.
+	ReadyTimeout time.Duration
+}
+
+// StartGateway writes configJSON to dir/config.json and starts the gateway
+// binary on a free loopback port, returning once /readyz answers 200.
+func StartGateway(binary, dir string, configJSON []byte) (*Process, error) {
+	path := filepath.Join(dir, "config.json")
+	if err := os.WriteFile(path, configJSON, 0o600); err != nil {
+		return nil, err
+	}
+	return Start(Config{
+		Binary: binary,
+		Args:   []string{"-config", path, "-listen", "{addr}"},
+		// Stop promptly: the drain delay only matters behind a load balancer.
+		Env: []string{"LLMGW_DRAIN_DELAY=0s", "LLMGW_SHUTDOWN_TIMEOUT=2s"},
+	})
+}
+
+// Start starts a process on a free loopback port and waits until it is
+// ready. On failure the process is stopped and its output is part of the
+// error.
+func Start(c Config) (*Process, error) {
+	if c.ReadyPath == "" {
+		c.ReadyPath = "/readyz"
+	}
+	if c.ReadyTimeout == 0 {
+		c.ReadyTimeout = 20 * time.Second
+	}
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		p, err := startOnce(c)
+		if err == nil {
+			return p, nil
+		}
+		lastErr = err
+		if !strings.Contains(err.Error(), "address already in use") {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+func startOnce(c Config) (*Process, error) {
+	addr, err := FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	args := make([]string, len(c.Args))
+	for i, a := range c.Args {
+		args[i] = strings.ReplaceAll(a, "{addr}", addr)
+	}
+	p := &Process{Addr: addr, URL: "http://" + addr, done: make(chan struct{}), logs: &syncBuffer{}}
+	p.cmd = exec.Command(c.Binary, args...)
+	p.cmd.Env = append(os.Environ(), c.Env...)
+	p.cmd.Stdout = p.logs
+	p.cmd.Stderr = p.logs
+	if err := p.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+
+	client := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(c.ReadyTimeout)
+	for {
+		select {
+		case <-p.done:
+			return nil, fmt.Errorf("%s exited before ready (%v); output:\n%s", c.Binary, p.err, p.Logs())
+		default:
+		}
+		resp, err := client.Get(p.URL + c.ReadyPath)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return p, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			p.Stop()
+			return nil, fmt.Errorf("%s not ready on %s%s after %v (last: %v); output:\n%s",
+				c.Binary, p.URL, c.ReadyPath, c.ReadyTimeout, err, p.Logs())
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// PID is the child's process id.
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
+// Logs returns everything the process wrote to stdout and stderr so far.
+func (p *Process) Logs() string { return p.logs.String() }
+
+// Stop sends SIGTERM, waits up to 5 seconds, then kills the process. It is
+// safe to call more than once.
+func (p *Process) Stop() error {
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(5 * time.Second):
+	}
+	p.cmd.Process.Kill()
+	<-p.done
+	return errors.New("process did not stop on SIGTERM within 5s; killed")
+}
+
+// Exited reports whether the process has ended.
+func (p *Process) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// PeakRSSKB returns the peak resident set size (VmHWM) of pid in KiB.
+func PeakRSSKB(pid int) (int64, error) {
+	return procStatusKB(pid, "VmHWM:")
+}
+
+// RSSKB returns the current resident set size (VmRSS) of pid in KiB.
+func RSSKB(pid int) (int64, error) {
+	return procStatusKB(pid, "VmRSS:")
+}
+
+func procStatusKB(pid int, key string) (int64, error) {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, key) {
+			fields := strings.Fields(strings.TrimPrefix(line, key))
+			if len(fields) == 0 {
+				break
+			}
+			return strconv.ParseInt(fields[0], 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("%s not found in /proc/%d/status", key, pid)
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	// Keep the last ~1 MiB of output only.
+	if b.buf.Len() > 1<<20 {
+		rest := append([]byte(nil), b.buf.Bytes()[b.buf.Len()-(512<<10):]...)
+		b.buf.Reset()
+		b.buf.Write(rest)
+	}
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,324 @@
+package integration_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/llmgateway/llmgateway/integration/gwproc"
+	"github.com/llmgateway/llmgateway/integration/mockupstream"
+)
+
+const (
+	sdkUserKey     = "sk-alice-client-key"
+	sdkUpstreamKey = "sk-upstream-provider-key"
+	sdkChunks      = 4
+	sdkStallAfter  = 3
+)
+
+// sdkEnv is the gateway binary running in front of two mock upstreams:
+// "mock" (normal) and "slowmock" (stalls every stream after
+// sdkStallAfter events until the client goes away).
+type sdkEnv struct {
+	gw     *gwproc.Process
+	mock   *mockupstream.Server
+	slow   *mockupstream.Server
+	client openai.Client
+}
+
+// buildGatewayBinary compiles cmd/llmgateway into a temp dir.
+func buildGatewayBinary(t *testing.T) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	bin, err := gwproc.Build(ctx, t.TempDir())
+	require.NoError(t, err)
+	return bin
+}
+
+func startSDKEnv(t *testing.T) *sdkEnv {
+	t.Helper()
+	bin := buildGatewayBinary(t)
+
+	env := &sdkEnv{
+		mock: mockupstream.New(mockupstream.Options{Models: []string{"gpt-5-mini", "text-embedding-3-small"}, Chunks: sdkChunks}),
+		slow: mockupstream.New(mockupstream.Options{Models: []string{"stall-model"}, Chunks: sdkChunks}),
+	}
+	up := httptest.NewServer(env.mock)
+	t.Cleanup(up.Close)
+	slowUp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Header.Set(mockupstream.HeaderStallAfter, fmt.Sprint(sdkStallAfter))
+		env.slow.ServeHTTP(w, r)
+	}))
+	t.Cleanup(slowUp.Close)
+
+	cfg := map[string]interface{}{
+		"providers": map[string]interface{}{
+			"mock":     map[string]interface{}{"type": "openai", "baseUrl": up.URL, "apiKey": sdkUpstreamKey, "models": []string{"gpt-5-mini", "text-embedding-3-small"}},
+			"slowmock": map[string]interface{}{"type": "openai", "baseUrl": slowUp.URL, "apiKey": sdkUpstreamKey, "models": []string{"stall-model"}},
+		},
+		"groups": map[string]interface{}{"default": map[string]interface{}{"providers": []string{}}},
+		"users": map[string]interface{}{"inline": []map[string]interface{}{
+			{"name": "alice", "group": "default", "apiKey": sdkUserKey},
+		}},
+	}
+	raw, err := json.Marshal(cfg)
+	require.NoError(t, err)
+	gw, err := gwproc.StartGateway(bin, t.TempDir(), raw)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if err := gw.Stop(); err != nil {
+			t.Errorf("stopping gateway: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("gateway output:\n%s", gw.Logs())
+		}
+	})
+	env.gw = gw
+	env.client = openai.NewClient(
+		option.WithBaseURL(gw.URL+"/v1/"),
+		option.WithAPIKey(sdkUserKey),
+		option.WithMaxRetries(0),
+	)
+	return env
+}
+
+// lastTo returns the most recent request the mock recorded for method and path.
+func lastTo(t *testing.T, m *mockupstream.Server, method, path string) mockupstream.Recorded {
+	t.Helper()
+	reqs := m.Requests()
+	for i := len(reqs) - 1; i >= 0; i-- {
+		if reqs[i].Method == method && reqs[i].Path == path {
+			return reqs[i]
+		}
+	}
+	t.Fatalf("upstream never received %s %s (recorded %d requests)", method, path, len(reqs))
+	return mockupstream.Recorded{}
+}
+
+func countTo(m *mockupstream.Server, method, path string) int {
+	n := 0
+	for _, r := range m.Requests() {
+		if r.Method == method && r.Path == path {
+			n++
+		}
+	}
+	return n
+}
+
+func sdkContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestSDKOpenAIThroughBinary(t *testing.T) {
+	env := startSDKEnv(t)
+
+	t.Run("models_list", func(t *testing.T) {
+		page, err := env.client.Models.List(sdkContext(t))
+		require.NoError(t, err)
+		var ids []string
+		for _, m := range page.Data {
+			ids = append(ids, m.ID)
+			assert.Equal(t, "model", string(m.Object), "object of %s", m.ID)
+		}
+		sort.Strings(ids)
+		// Bare ids plus every provider/model form.
+		want := []string{
+			"gpt-5-mini", "mock/gpt-5-mini", "mock/text-embedding-3-small",
+			"slowmock/stall-model", "stall-model", "text-embedding-3-small",
+		}
+		assert.Equal(t, want, ids)
+	})
+
+	t.Run("chat_completion", func(t *testing.T) {
+		resp, err := env.client.Chat.Completions.New(sdkContext(t), openai.ChatCompletionNewParams{
+			Model:    "gpt-5-mini",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("say hi to the mock")},
+		})
+		require.NoError(t, err)
+		require.Len(t, resp.Choices, 1)
+		assert.Equal(t, mockupstream.ReplyText(sdkChunks), resp.Choices[0].Message.Content)
+		assert.Equal(t, "stop", string(resp.Choices[0].FinishReason))
+		assert.Equal(t, "gpt-5-mini", resp.Model)
+		assert.Equal(t, int64(5), resp.Usage.PromptTokens)
+		assert.Equal(t, int64(sdkChunks), resp.Usage.CompletionTokens)
+		assert.Equal(t, int64(5+sdkChunks), resp.Usage.TotalTokens)
+
+		got := lastTo(t, env.mock, "POST", "/v1/chat/completions")
+		assert.Equal(t, "Bearer "+sdkUpstreamKey, got.Header.Get("Authorization"))
+		var body struct {
+			Model string `json:"model"`
+		}
+		require.NoError(t, json.Unmarshal(got.Body, &body))
+		assert.Equal(t, "gpt-5-mini", body.Model)
+	})
+
+	t.Run("chat_stream_accumulated", func(t *testing.T) {
+		stream := env.client.Chat.Completions.NewStreaming(sdkContext(t), openai.ChatCompletionNewParams{
+			Model:         "gpt-5-mini",
+			Messages:      []openai.ChatCompletionMessageParamUnion{openai.UserMessage("stream to me")},
+			StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
+		})
+		defer stream.Close()
+		acc := openai.ChatCompletionAccumulator{}
+		chunks := 0
+		var finished string
+		for stream.Next() {
+			chunk := stream.Current()
+			require.True(t, acc.AddChunk(chunk), "accumulator rejected chunk %d: %s", chunks, chunk.RawJSON())
+			chunks++
+			if content, ok := acc.JustFinishedContent(); ok {
+				finished = content
+			}
+		}
+		require.NoError(t, stream.Err())
+		// role + content chunks + finish + usage; [DONE] is not a chunk.
+		assert.Equal(t, 1+sdkChunks+1+1, chunks)
+		require.Len(t, acc.Choices, 1)
+		assert.Equal(t, mockupstream.ReplyText(sdkChunks), acc.Choices[0].Message.Content)
+		assert.Equal(t, mockupstream.ReplyText(sdkChunks), finished)
+		assert.Equal(t, "stop", string(acc.Choices[0].FinishReason))
+		assert.Equal(t, int64(3), acc.Usage.PromptTokens)
+		assert.Equal(t, int64(sdkChunks), acc.Usage.CompletionTokens)
+		assert.Equal(t, int64(3+sdkChunks), acc.Usage.TotalTokens)
+
+		got := lastTo(t, env.mock, "POST", "/v1/chat/completions")
+		assert.Contains(t, string(got.Body), `"stream":true`)
+		assert.Equal(t, "Bearer "+sdkUpstreamKey, got.Header.Get("Authorization"))
+	})
+
+	t.Run("chat_stream_relayed_before_upstream_ends", func(t *testing.T) {
+		// slowmock sends sdkStallAfter events and then holds the stream
+		// open. The client can only see them if the gateway flushes each
+		// event as it arrives; a buffering relay would leave Next blocked
+		// until the context deadline.
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		stream := env.client.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{
+			Model:    "stall-model",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hold on")},
+		})
+		defer stream.Close()
+		acc := openai.ChatCompletionAccumulator{}
+		for i := 0; i < sdkStallAfter; i++ {
+			require.True(t, stream.Next(), "event %d never arrived: %v", i, stream.Err())
+			require.True(t, acc.AddChunk(stream.Current()))
+		}
+		require.NoError(t, ctx.Err(), "events arrived only after the deadline")
+		assert.Equal(t, mockupstream.ReplyText(sdkStallAfter-1), acc.Choices[0].Message.Content)
+		cancel()
+		assert.False(t, stream.Next(), "a stalled stream delivered another event")
+	})
+
+	t.Run("embeddings", func(t *testing.T) {
+		resp, err := env.client.Embeddings.New(sdkContext(t), openai.EmbeddingNewParams{
+			Model:          "text-embedding-3-small",
+			Input:          openai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: []string{"alpha beta", "gamma"}},
+			EncodingFormat: openai.EmbeddingNewParamsEncodingFormatFloat,
+		})
+		require.NoError(t, err)
+		require.Len(t, resp.Data, 2)
+		for i, in := range []string{"alpha beta", "gamma"} {
+			want := mockupstream.Vector(in, 8)
+			require.Len(t, resp.Data[i].Embedding, len(want))
+			assert.Equal(t, int64(i), resp.Data[i].Index)
+			for j := range want {
+				assert.InDelta(t, float64(want[j]), resp.Data[i].Embedding[j], 1e-6, "data[%d][%d]", i, j)
+			}
+		}
+		assert.Equal(t, int64(3), resp.Usage.PromptTokens)
+		assert.Equal(t, int64(3), resp.Usage.TotalTokens)
+		got := lastTo(t, env.mock, "POST", "/v1/embeddings")
+		assert.Equal(t, "Bearer "+sdkUpstreamKey, got.Header.Get("Authorization"))
+	})
+
+	t.Run("wrong_key_401", func(t *testing.T) {
+		before := countTo(env.mock, "POST", "/v1/chat/completions")
+		bad := openai.NewClient(option.WithBaseURL(env.gw.URL+"/v1/"), option.WithAPIKey("sk-wrong"), option.WithMaxRetries(0))
+		_, err := bad.Chat.Completions.New(sdkContext(t), openai.ChatCompletionNewParams{
+			Model:    "gpt-5-mini",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")},
+		})
+		var apiErr *openai.Error
+		require.True(t, errors.As(err, &apiErr), "want *openai.Error, got %T %v", err, err)
+		assert.Equal(t, http.StatusUnauthorized, apiErr.StatusCode)
+		assert.NotEmpty(t, apiErr.Message)
+		assert.Equal(t, before, countTo(env.mock, "POST", "/v1/chat/completions"), "an unauthenticated request reached the upstream")
+
+		_, err = bad.Models.List(sdkContext(t))
+		require.True(t, errors.As(err, &apiErr), "models: want *openai.Error, got %T %v", err, err)
+		assert.Equal(t, http.StatusUnauthorized, apiErr.StatusCode)
+	})
+
+	t.Run("x_api_key_auth", func(t *testing.T) {
+		req, err := http.NewRequest("GET", env.gw.URL+"/v1/models", nil)
+		require.NoError(t, err)
+		req.Header.Set("x-api-key", sdkUserKey)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+	})
+
+	t.Run("raw_body_byte_exact", func(t *testing.T) {
+		// Unknown fields, a 20-digit integer and odd spacing must reach the
+		// upstream untouched; only "model" may change.
+		const tail = `, "messages": [ {"role":"user","content":"exact bytes"} ],` +
+			"\n  \"x_vendor_extension\": {\"keep\": [1, 2.50, null], \"big\": 12345678901234567890},\n" +
+			`  "seed": 98765432109876543210 }`
+		cases := []struct {
+			name, sent, upstream string
+		}{
+			{"bare_model", `{"model":"gpt-5-mini"` + tail, `{"model":"gpt-5-mini"` + tail},
+			{"prefixed_model", `{"model":"mock/gpt-5-mini"` + tail, `{"model":"gpt-5-mini"` + tail},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				req, err := http.NewRequest("POST", env.gw.URL+"/v1/chat/completions", strings.NewReader(tc.sent))
+				require.NoError(t, err)
+				req.Header.Set("Authorization", "Bearer "+sdkUserKey)
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := http.DefaultClient.Do(req)
+				require.NoError(t, err)
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				require.Equal(t, http.StatusOK, resp.StatusCode, "body: %s", body)
+				assert.Contains(t, string(body), mockupstream.ReplyText(sdkChunks))
+
+				got := lastTo(t, env.mock, "POST", "/v1/chat/completions")
+				if !bytes.Equal([]byte(tc.upstream), got.Body) {
+					t.Errorf("upstream body not byte-exact\n got %q\nwant %q", got.Body, tc.upstream)
+				}
+			})
+		}
+	})
+
+	t.Run("client_key_never_upstream", func(t *testing.T) {
+		reqs := append(env.mock.Requests(), env.slow.Requests()...)
+		require.NotEmpty(t, reqs)
+		for _, r := range reqs {
+			for name, values := range r.Header {
+				for _, v := range values {
+					assert.NotContains(t, v, sdkUserKey, "%s %s header %s", r.Method, r.Path, name)
+				}
+			}
+			assert.NotContains(t, string(r.Body), sdkUserKey, "%s %s body", r.Method, r.Path)
+		}
+	})
+}
