@@ -10,9 +10,10 @@ MODULE := github.com/llmgateway/llmgateway
 help: ## list targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sort | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
-test: vendor-check ## unit tests, the Yaegi gate (interpreter + Traefik's loader), SDK tests through the binary
+test: vendor-check ## unit tests (compiled and under yaegi test), the Yaegi gate (interpreter + Traefik's loader), SDK tests through the binary
 	$(GO) test -count=1 -race ./gateway/... ./plugin/... ./cmd/...
 	$(GO) test -count=1 ./integration/...
+	scripts/yaegi-unit.sh
 
 lint: ## gofmt, go vet
 	@out=$$(gofmt -l gateway plugin/*.go cmd integration); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

@@ -1,0 +1,189 @@
+package yaegigate_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mitchellh/mapstructure"
+	"github.com/stretchr/testify/require"
+	"github.com/traefik/yaegi/interp"
+	"github.com/traefik/yaegi/stdlib"
+)
+
+// importTimeout bounds the interpreter's import of the plugin, as the
+// plugin catalog's analyzer does.
+const importTimeout = 10 * time.Second
+
+// syncBuffer collects the interpreter's output for failure messages.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// interpretedPlugin is the plugin loaded by Yaegi the way Traefik loads it.
+type interpretedPlugin struct {
+	fnNew          reflect.Value
+	fnCreateConfig reflect.Value
+	output         *syncBuffer
+}
+
+// loadInterpreted imports the plugin from source in a temp GOPATH with
+// Yaegi v0.16.1 and the standard library symbols only.
+func loadInterpreted(t *testing.T) *interpretedPlugin {
+	t.Helper()
+	m := readManifest(t)
+	gopath := t.TempDir()
+	installPlugin(t, gopath)
+
+	out := &syncBuffer{}
+	i := interp.New(interp.Options{GoPath: gopath, Stdout: out, Stderr: out})
+	require.NoError(t, i.Use(stdlib.Symbols))
+
+	ctx, cancel := context.WithTimeout(context.Background(), importTimeout)
+	defer cancel()
+	start := time.Now()
+	_, err := i.EvalWithContext(ctx, fmt.Sprintf("import %q", m.Import))
+	require.NoError(t, err, "yaegi import of %s (output: %s)", m.Import, out.String())
+	t.Logf("yaegi imported %s in %s", m.Import, time.Since(start).Round(time.Millisecond))
+
+	basePkg := m.BasePkg
+	if basePkg == "" {
+		basePkg = strings.ReplaceAll(m.Import[strings.LastIndex(m.Import, "/")+1:], "-", "_")
+	}
+	fnNew, err := i.Eval(basePkg + ".New")
+	require.NoError(t, err, "eval %s.New", basePkg)
+	fnCreateConfig, err := i.Eval(basePkg + ".CreateConfig")
+	require.NoError(t, err, "eval %s.CreateConfig", basePkg)
+	return &interpretedPlugin{fnNew: fnNew, fnCreateConfig: fnCreateConfig, output: out}
+}
+
+// build decodes a Traefik-shaped configuration into CreateConfig's result
+// exactly as Traefik's Yaegi middleware builder does (mapstructure with
+// weakly typed input and the comma-splitting hook), then calls New.
+func (p *interpretedPlugin) build(ctx context.Context, next http.Handler, config map[string]interface{}, name string) (http.Handler, error) {
+	results := p.fnCreateConfig.Call(nil)
+	if len(results) != 1 {
+		return nil, fmt.Errorf("CreateConfig returned %d values", len(results))
+	}
+	vConfig := results[0]
+	if len(config) > 0 {
+		dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
+			DecodeHook:       mapstructure.StringToSliceHookFunc(","),
+			WeaklyTypedInput: true,
+			Result:           vConfig.Interface(),
+		})
+		if err != nil {
+			return nil, err
+		}
+		if err := dec.Decode(config); err != nil {
+			return nil, fmt.Errorf("failed to decode configuration: %w", err)
+		}
+	}
+	out := p.fnNew.Call([]reflect.Value{reflect.ValueOf(ctx), reflect.ValueOf(next), vConfig, reflect.ValueOf(name)})
+	if len(out) != 2 {
+		return nil, fmt.Errorf("New returned %d values", len(out))
+	}
+	if e := out[1].Interface(); e != nil {
+		err, ok := e.(error)
+		if !ok {
+			return nil, fmt.Errorf("New returned a non-error %T", e)
+		}
+		return nil, err
+	}
+	h, ok := out[0].Interface().(http.Handler)
+	if !ok {
+		return nil, fmt.Errorf("New returned %T, not an http.Handler", out[0].Interface())
+	}
+	return h, nil
+}
+
+// traefikConfig turns a JSON-like config into Traefik's delivered shape.
+func traefikConfig(t *testing.T, cfg map[string]interface{}) map[string]interface{} {
+	t.Helper()
+	// Round-trip through JSON so every number is a json.Number, as a
+	// document would give, then stringify like paerser.
+	data, err := json.Marshal(cfg)
+	require.NoError(t, err)
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var raw map[string]interface{}
+	require.NoError(t, dec.Decode(&raw))
+	shaped, ok := traefikShape(raw).(map[string]interface{})
+	require.True(t, ok, "config must not be empty")
+	return shaped
+}
+
+// TestYaegiInterpreterManifestTestData is the catalog analyzer's check:
+// import with a 10 s bound, decode testData as Traefik does, call New.
+func TestYaegiInterpreterManifestTestData(t *testing.T) {
+	p := loadInterpreted(t)
+	m := readManifest(t)
+	shaped, ok := traefikShape(m.TestData).(map[string]interface{})
+	require.True(t, ok)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.build(ctx, &nextHandler{}, shaped, "llmgateway-testdata")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.NoError(t, err, "New with the manifest's testData (interpreter output: %s)", p.output.String())
+	case <-time.After(importTimeout):
+		t.Fatalf("New with the manifest's testData did not return within %s", importTimeout)
+	}
+}
+
+// TestYaegiInterpreterServes serves the interpreted middleware behind a
+// real HTTP server and runs the gateway scenarios through it.
+func TestYaegiInterpreterServes(t *testing.T) {
+	p := loadInterpreted(t)
+	up := newFixtureUpstream(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	next := &nextHandler{}
+	h, err := p.build(ctx, next, traefikConfig(t, gatewayConfig(up.URL())), "llmgateway-interp")
+	require.NoError(t, err, "New (interpreter output: %s)", p.output.String())
+
+	front := httptest.NewServer(h)
+	defer front.Close()
+	runGatewayScenarios(t, front.URL, up, next)
+	if t.Failed() {
+		t.Logf("interpreter output:\n%s", p.output.String())
+	}
+}
+
+// TestYaegiInterpreterRefusesUnknownKey checks that a misspelled key is an
+// error from New, not silently ignored.
+func TestYaegiInterpreterRefusesUnknownKey(t *testing.T) {
+	p := loadInterpreted(t)
+	cfg := gatewayConfig("http://127.0.0.1:9")
+	cfg["providerz"] = map[string]interface{}{"x": "y"}
+	_, err := p.build(context.Background(), &nextHandler{}, traefikConfig(t, cfg), "llmgateway-unknown")
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "providerz")
+}

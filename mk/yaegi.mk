@@ -1,0 +1,20 @@
+# The Yaegi gate: the plugin interpreted by Yaegi v0.16.1 (level a), loaded
+# by Traefik v3.6.12's own plugin builder (level b), and served by a real
+# Traefik v3.6.12 process (level c, `make integration` only).
+YAEGI_GATE_PKG := ./integration/yaegigate/
+LLMGW_CACHE ?= $(HOME)/.cache/llmgateway
+export LLMGW_CACHE
+
+.PHONY: yaegi-check traefik-binary integration yaegi-unit
+
+yaegi-check: ## Yaegi gate: the plugin under the interpreter and under Traefik's plugin loader
+	$(GO) test -count=1 -v -run 'TestYaegi|TestTraefik|TestStreamGate' $(YAEGI_GATE_PKG)
+
+traefik-binary: ## build and cache Traefik v3.6.12 (scripts/build-traefik.sh; ~10 min the first time)
+	scripts/build-traefik.sh
+
+integration: build-binary traefik-binary ## everything, plus a real Traefik process and the OpenAI SDK through it
+	LLMGW_REAL_TRAEFIK=1 $(GO) test -count=1 ./integration/...
+
+yaegi-unit: ## run the gateway core's own unit tests under `yaegi test` (yaegi CLI v0.16.1)
+	scripts/yaegi-unit.sh
