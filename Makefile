@@ -23,12 +23,7 @@ vendor: ## refresh plugin/vendor from ./gateway (the copy Yaegi and Traefik read
 	cd plugin && GOWORK=off $(GO) mod vendor
 
 vendor-check: ## fail when plugin/vendor is stale against ./gateway
-	@tmp=$$(mktemp -d) && cp -r plugin/. $$tmp/ && rm -rf $$tmp/vendor && \
-	  sed -i 's#=> ../gateway#=> $(CURDIR)/gateway#' $$tmp/go.mod && \
-	  (cd $$tmp && GOWORK=off $(GO) mod vendor) && \
-	  if ! diff -r $$tmp/vendor plugin/vendor >/dev/null; then \
-	    echo "plugin/vendor is stale: run 'make vendor' and commit it"; diff -r $$tmp/vendor plugin/vendor | head -20; rm -rf $$tmp; exit 1; fi; \
-	  rm -rf $$tmp; echo "plugin/vendor is up to date"
+	scripts/vendor-check.sh
 
 build-binary: ## build bin/llmgateway
 	@mkdir -p $(BIN)
