@@ -63,6 +63,9 @@ func FuzzParseJSONRequest(f *testing.F) {
 			if e.status != 400 || e.code == "" {
 				t.Fatalf("refusal %d %q", e.status, e.code)
 			}
+			if acceptable(body) {
+				t.Fatalf("refused (%s) an unambiguous body %q", e.code, body)
+			}
 			return
 		}
 		if !json.Valid(body) {
@@ -373,4 +376,29 @@ func lastEventBoundary(data []byte) int {
 		}
 	}
 	return boundary
+}
+
+// acceptable is the reference rule for parseJSONRequest: one JSON object
+// with exactly one top-level key spelled "model" in any case, spelled
+// exactly "model", holding a non-empty string.
+func acceptable(body []byte) bool {
+	keys, values, ok := topLevelMembers(body)
+	if !ok || !json.Valid(body) {
+		return false
+	}
+	found := 0
+	model := ""
+	for i := 0; i < len(keys); i++ {
+		if !strings.EqualFold(keys[i], "model") {
+			continue
+		}
+		if keys[i] != "model" {
+			return false
+		}
+		found++
+		if json.Unmarshal(values[i], &model) != nil {
+			return false
+		}
+	}
+	return found == 1 && model != ""
 }

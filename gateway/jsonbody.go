@@ -3,8 +3,6 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
 	"strings"
 )
 
@@ -19,61 +17,60 @@ type jsonRequest struct {
 	modelEnd   int
 }
 
-var errBodyNotObject = errors.New("request body must be a JSON object")
-
 // parseJSONRequest validates that body is one JSON object and locates
-// its top-level "model" string. A duplicate "model" key is refused: the
-// gateway would authorize one value while an upstream might read the
-// other.
+// its top-level "model" string. A duplicate "model" key, or a case
+// variant such as "Model", is refused: the gateway would authorize one
+// value while an upstream (Go's encoding/json matches keys
+// case-insensitively and keeps the last) might read another.
+//
+// Validation is json.Valid (one pass in compiled code); locating the
+// top-level keys then hops between structural characters with
+// bytes.IndexAny, so even under Yaegi the interpreted loop runs per
+// string or bracket, not per byte.
 func parseJSONRequest(body []byte) (*jsonRequest, *apiError) {
+	if !json.Valid(body) {
+		return nil, errBadRequest("invalid_json", "request body is not valid JSON")
+	}
+	i := skipSpace(body, 0)
+	if i >= len(body) || body[i] != '{' {
+		return nil, errBadRequest("invalid_json", "request body must be a JSON object")
+	}
 	req := &jsonRequest{raw: body, modelStart: -1}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, errBadRequest("invalid_json", "request body is not valid JSON: "+jsonErrorText(err))
-	}
-	if delim, ok := tok.(json.Delim); !ok || delim != '{' {
-		return nil, errBadRequest("invalid_json", errBodyNotObject.Error())
-	}
-	for dec.More() {
-		keyTok, err := dec.Token()
-		if err != nil {
-			return nil, errBadRequest("invalid_json", "request body is not valid JSON: "+jsonErrorText(err))
+	i = skipSpace(body, i+1)
+	for i < len(body) && body[i] != '}' {
+		keyEnd := endOfString(body, i)
+		key := decodeKey(body[i : keyEnd+1])
+		valueStart := skipSpace(body, skipSpace(body, keyEnd+1)+1) // past ':'
+		valueEnd := endOfValue(body, valueStart)
+		if strings.EqualFold(key, "model") {
+			if e := req.setModel(key, valueStart, valueEnd); e != nil {
+				return nil, e
+			}
 		}
-		key, _ := keyTok.(string)
-		var value json.RawMessage
-		if err := dec.Decode(&value); err != nil {
-			return nil, errBadRequest("invalid_json", "request body is not valid JSON: "+jsonErrorText(err))
+		i = skipSpace(body, valueEnd)
+		if i < len(body) && body[i] == ',' {
+			i = skipSpace(body, i+1)
 		}
-		if !strings.EqualFold(key, "model") {
-			continue
-		}
-		if key != "model" {
-			// Case-insensitive decoders (Go's encoding/json, used by Go
-			// upstreams such as Ollama) would read this key as the model.
-			return nil, errBadRequest("invalid_request", `request body has a "`+key+`" field; the model field is spelled "model"`)
-		}
-		if req.modelStart >= 0 {
-			return nil, errBadRequest("invalid_request", `request body has more than one "model" field`)
-		}
-		var model string
-		if err := json.Unmarshal(value, &model); err != nil {
-			return nil, errBadRequest("invalid_model", `"model" must be a string`)
-		}
-		req.model = model
-		req.modelEnd = int(dec.InputOffset())
-		req.modelStart = req.modelEnd - len(value)
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, errBadRequest("invalid_json", "request body is not valid JSON: "+jsonErrorText(err))
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errBadRequest("invalid_json", "request body has data after the JSON object")
 	}
 	if req.modelStart < 0 || req.model == "" {
 		return nil, errBadRequest("missing_model", `request body needs a non-empty "model" field`)
 	}
 	return req, nil
+}
+
+func (j *jsonRequest) setModel(key string, start, end int) *apiError {
+	if key != "model" {
+		return errBadRequest("invalid_request", `request body has a "`+key+`" field; the model field is spelled "model"`)
+	}
+	if j.modelStart >= 0 {
+		return errBadRequest("invalid_request", `request body has more than one "model" field`)
+	}
+	var model string
+	if err := json.Unmarshal(j.raw[start:end], &model); err != nil {
+		return errBadRequest("invalid_model", `"model" must be a string`)
+	}
+	j.model, j.modelStart, j.modelEnd = model, start, end
+	return nil
 }
 
 // withModel returns the body with the model value replaced by model,
@@ -91,13 +88,79 @@ func (j *jsonRequest) withModel(model string) []byte {
 	return out
 }
 
-func jsonErrorText(err error) string {
-	if err == io.EOF || err == io.ErrUnexpectedEOF {
-		return "unexpected end of input"
+// The helpers below assume valid JSON (checked first by json.Valid).
+
+// skipSpace returns the index of the first non-whitespace byte at or
+// after i.
+func skipSpace(data []byte, i int) int {
+	for i < len(data) {
+		switch data[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
 	}
-	msg := err.Error()
-	if len(msg) > 5 && msg[:5] == "json:" {
-		return msg[6:]
+	return i
+}
+
+// endOfString returns the index of the closing quote of the string whose
+// opening quote is at i.
+func endOfString(data []byte, i int) int {
+	j := i + 1
+	for {
+		k := bytes.IndexAny(data[j:], "\"\\")
+		if k < 0 {
+			return len(data) - 1
+		}
+		if data[j+k] == '"' {
+			return j + k
+		}
+		j += k + 2 // skip the escaped character
 	}
-	return msg
+}
+
+// endOfValue returns the index just past the value starting at i.
+func endOfValue(data []byte, i int) int {
+	switch data[i] {
+	case '"':
+		return endOfString(data, i) + 1
+	case '{', '[':
+		depth := 0
+		j := i
+		for {
+			k := bytes.IndexAny(data[j:], "\"{}[]")
+			if k < 0 {
+				return len(data)
+			}
+			j += k
+			switch data[j] {
+			case '"':
+				j = endOfString(data, j)
+			case '{', '[':
+				depth++
+			default:
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+			j++
+		}
+	}
+	k := bytes.IndexAny(data[i:], ",}] \t\r\n")
+	if k < 0 {
+		return len(data)
+	}
+	return i + k
+}
+
+// decodeKey turns a quoted JSON key into its string value.
+func decodeKey(quoted []byte) string {
+	if bytes.IndexByte(quoted, '\\') < 0 {
+		return string(quoted[1 : len(quoted)-1])
+	}
+	var key string
+	_ = json.Unmarshal(quoted, &key)
+	return key
 }
