@@ -406,12 +406,18 @@ type streamParams struct {
 
 func (s *Server) params(r *http.Request) (streamParams, string) {
 	p := streamParams{chunks: s.opts.Chunks, delay: s.opts.ChunkDelay, stallAfter: -1, errorAfter: -1}
-	if v := r.Header.Get(HeaderChunks); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return p, "mock: bad " + HeaderChunks + " header"
+	ints := []struct {
+		header string
+		dst    *int
+	}{{HeaderChunks, &p.chunks}, {HeaderStallAfter, &p.stallAfter}, {HeaderErrorAfter, &p.errorAfter}}
+	for _, field := range ints {
+		if v := r.Header.Get(field.header); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return p, "mock: bad " + field.header + " header"
+			}
+			*field.dst = n
 		}
-		p.chunks = n
 	}
 	if v := r.Header.Get(HeaderChunkDelay); v != "" {
 		d, err := time.ParseDuration(v)
@@ -419,20 +425,6 @@ func (s *Server) params(r *http.Request) (streamParams, string) {
 			return p, "mock: bad " + HeaderChunkDelay + " header"
 		}
 		p.delay = d
-	}
-	if v := r.Header.Get(HeaderStallAfter); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return p, "mock: bad " + HeaderStallAfter + " header"
-		}
-		p.stallAfter = n
-	}
-	if v := r.Header.Get(HeaderErrorAfter); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return p, "mock: bad " + HeaderErrorAfter + " header"
-		}
-		p.errorAfter = n
 	}
 	return p, ""
 }
