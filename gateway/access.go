@@ -32,8 +32,7 @@ func (u *userRuntime) canUse(provider, model string) bool {
 	return false
 }
 
-// canReachProvider reports whether some member group allows the provider
-// and returns the groups that do.
+// providerGrants returns the member groups that allow the provider.
 func (u *userRuntime) providerGrants(provider string) []*groupRuntime {
 	var out []*groupRuntime
 	for i := 0; i < len(u.groups); i++ {

@@ -59,7 +59,10 @@ func startWatchdog(parent context.Context, timeout time.Duration) (context.Conte
 	return ctx, w
 }
 
+// expire runs on the timer's own goroutine; like every goroutine the
+// gateway starts, it must never let a panic reach the host (Traefik).
 func (w *watchdog) expire() {
+	defer func() { _ = recover() }()
 	w.fired.Store(true)
 	w.cancel()
 }
