@@ -2,29 +2,35 @@ package gateway
 
 import "path"
 
-// A request is authorized by one single grant (a member group's own
-// access lists), never by a provider from one grant combined with a
-// model from another.
+// A request is authorized by one single grant — a member group's own
+// access lists, or the user's personal grant — never by a provider from
+// one grant combined with a model (or a passthrough path) from another.
 
-// allowsProvider reports whether the group's provider list admits name.
-func (g *groupRuntime) allowsProvider(name string) bool {
+// allowsProvider reports whether the grant's provider list admits name.
+func (g *grant) allowsProvider(name string) bool {
 	return matchesAny(g.providers, name)
 }
 
-// allowsModel reports whether the group's model list admits the model,
+// allowsModel reports whether the grant's model list admits the model,
 // checking both its bare and its "provider/model" form.
-func (g *groupRuntime) allowsModel(provider, model string) bool {
+func (g *grant) allowsModel(provider, model string) bool {
 	if len(g.models) == 0 {
 		return true
 	}
 	return matchesAny(g.models, model) || matchesAny(g.models, provider+"/"+model)
 }
 
-// canUse reports whether some single member group allows both the
-// provider and the model on it.
+// allowsPath reports whether the grant's passthroughPaths admit rest, the
+// path after "/{provider}/".
+func (g *grant) allowsPath(rest string) bool {
+	return matchesAny(g.passthroughPaths, rest)
+}
+
+// canUse reports whether some single grant allows both the provider and
+// the model on it (the unified routes' rule).
 func (u *userRuntime) canUse(provider, model string) bool {
-	for i := 0; i < len(u.groups); i++ {
-		g := u.groups[i]
+	for i := 0; i < len(u.grants); i++ {
+		g := u.grants[i]
 		if g.allowsProvider(provider) && g.allowsModel(provider, model) {
 			return true
 		}
@@ -32,12 +38,15 @@ func (u *userRuntime) canUse(provider, model string) bool {
 	return false
 }
 
-// providerGrants returns the member groups that allow the provider.
-func (u *userRuntime) providerGrants(provider string) []*groupRuntime {
-	var out []*groupRuntime
-	for i := 0; i < len(u.groups); i++ {
-		if u.groups[i].allowsProvider(provider) {
-			out = append(out, u.groups[i])
+// passthroughGrants returns the grants that allow both the provider and
+// the REST path: the only grants that may authorize a native passthrough
+// request's model.
+func (u *userRuntime) passthroughGrants(provider, rest string) []*grant {
+	var out []*grant
+	for i := 0; i < len(u.grants); i++ {
+		g := u.grants[i]
+		if g.allowsProvider(provider) && g.allowsPath(rest) {
+			out = append(out, g)
 		}
 	}
 	return out

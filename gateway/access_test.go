@@ -28,8 +28,8 @@ func TestGroupAccessLists(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			g := &groupRuntime{name: "g", providers: tc.providers, models: tc.models}
-			u := &userRuntime{name: "u", groups: []*groupRuntime{g}}
+			g := &grant{name: "group g", providers: tc.providers, models: tc.models}
+			u := &userRuntime{name: "u", grants: []*grant{g}}
 			if got := u.canUse(tc.provider, tc.model); got != tc.want {
 				t.Fatalf("canUse(%q, %q) = %v, want %v", tc.provider, tc.model, got, tc.want)
 			}
@@ -40,9 +40,9 @@ func TestGroupAccessLists(t *testing.T) {
 // A user in groups a and b is authorized only when one single group
 // allows both the provider and the model.
 func TestMultiGroupNeverCombinesGrants(t *testing.T) {
-	a := &groupRuntime{name: "a", providers: []string{"p1"}, models: []string{"m2"}}
-	b := &groupRuntime{name: "b", providers: []string{"p2"}, models: []string{"m1"}}
-	u := &userRuntime{name: "u", groups: []*groupRuntime{a, b}}
+	a := &grant{name: "group a", providers: []string{"p1"}, models: []string{"m2"}}
+	b := &grant{name: "group b", providers: []string{"p2"}, models: []string{"m1"}}
+	u := &userRuntime{name: "u", grants: []*grant{a, b}}
 	cases := []struct {
 		provider, model string
 		want            bool

@@ -35,14 +35,14 @@ func (g *Gateway) servePassthrough(w http.ResponseWriter, r *http.Request, p *pr
 	if user == nil {
 		return
 	}
-	grants := user.providerGrants(p.name)
-	if len(grants) == 0 {
-		writeOpenAIError(w, newError(http.StatusForbidden, "permission_error", "provider_not_allowed",
-			"provider \""+p.name+"\" is not available to your group"))
-		return
-	}
 	if hasDotSegment(rest) {
 		writeOpenAIError(w, errBadRequest("invalid_path", "path segments \".\" and \"..\" are not allowed"))
+		return
+	}
+	grants := user.passthroughGrants(p.name, rest)
+	if len(grants) == 0 {
+		writeOpenAIError(w, newError(http.StatusForbidden, "permission_error", "provider_not_allowed",
+			"provider \""+p.name+"\" path \""+rest+"\" is not available to your group"))
 		return
 	}
 	if r.Header.Get("Upgrade") != "" {
@@ -129,7 +129,7 @@ func passthroughURL(p *providerRuntime, in *url.URL) *url.URL {
 // first 64 KiB, exactly once in the whole body, and be allowed by one of
 // the grants that reach the provider. Anything else is a 403 (fail
 // closed). The body is read (up to the passthrough cap) and replayed.
-func checkPassthroughModel(r *http.Request, body *cappedBody, grants []*groupRuntime, provider string) *apiError {
+func checkPassthroughModel(r *http.Request, body *cappedBody, grants []*grant, provider string) *apiError {
 	denied := newError(http.StatusForbidden, "permission_error", "model_not_allowed",
 		"this passthrough request names no model your group may use on provider \""+provider+"\"")
 	if isBinaryContentType(r.Header.Get("Content-Type")) {
@@ -203,9 +203,9 @@ func (c *cappedBody) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// modelRestricted is true when every grant reaching the provider limits
-// models: only then must the body's model be checked.
-func modelRestricted(grants []*groupRuntime) bool {
+// modelRestricted is true when every grant reaching the provider and path
+// limits models: only then must the body's model be checked.
+func modelRestricted(grants []*grant) bool {
 	for i := 0; i < len(grants); i++ {
 		if len(grants[i].models) == 0 {
 			return false
@@ -214,7 +214,7 @@ func modelRestricted(grants []*groupRuntime) bool {
 	return true
 }
 
-func anyGrantAllowsModel(grants []*groupRuntime, provider, model string) bool {
+func anyGrantAllowsModel(grants []*grant, provider, model string) bool {
 	for i := 0; i < len(grants); i++ {
 		if grants[i].allowsModel(provider, model) {
 			return true

@@ -58,6 +58,11 @@ type GroupConfig struct {
 	// Models limits which model ids the group reaches; each pattern is
 	// checked against both the bare and the "provider/model" form.
 	Models []string `json:"models"`
+	// PassthroughPaths limits which REST paths (the part after
+	// "/{provider}/", e.g. "v1/files") the group's native passthrough
+	// requests may address. "*" does not cross "/": leave the list empty
+	// to allow every path.
+	PassthroughPaths []string `json:"passthroughPaths"`
 }
 
 // UsersConfig holds the API-key holders.
@@ -77,6 +82,13 @@ type UserConfig struct {
 	Groups []string `json:"groups"`
 	// APIKey is a secret form; it must resolve non-empty and be unique.
 	APIKey string `json:"apiKey"`
+	// Providers is the user's personal grant: providers (globs) this user
+	// reaches in addition to what their groups allow. The personal grant
+	// exists only when Providers is non-empty.
+	Providers []string `json:"providers"`
+	// Models narrows the personal grant to these model globs (empty: every
+	// model on Providers). Requires Providers.
+	Models []string `json:"models"`
 	// Admin marks the user as an administrator (for the admin routes).
 	Admin bool `json:"admin"`
 }

@@ -44,17 +44,21 @@ type providerRuntime struct {
 	timeout     time.Duration
 }
 
-// groupRuntime is one group's compiled access lists.
-type groupRuntime struct {
-	name      string
-	providers []string
-	models    []string
+// grant is one set of access lists that can authorize a request on its
+// own: a group's, or a user's personal grant. Grants never merge.
+type grant struct {
+	name             string // "group NAME" or "personal grant"
+	providers        []string
+	models           []string
+	passthroughPaths []string
 }
 
 // userRuntime is one authenticated identity. It holds no key material.
 type userRuntime struct {
-	name   string
-	groups []*groupRuntime
+	name string
+	// grants are the member groups' grants, primary group first, then the
+	// personal grant when the user has one.
+	grants []*grant
 	admin  bool
 }
 
@@ -63,7 +67,7 @@ type userRuntime struct {
 type compiledConfig struct {
 	providers          map[string]*providerRuntime
 	providerNames      []string // sorted
-	groups             map[string]*groupRuntime
+	groups             map[string]*grant
 	users              []*userRuntime
 	userDigests        [][sha256.Size]byte // parallel to users
 	passthroughUnknown bool
@@ -163,7 +167,7 @@ func compileProvider(field, name string, pc *ProviderConfig, globalTimeout time.
 }
 
 func (c *compiledConfig) compileGroups(groups map[string]*GroupConfig) error {
-	c.groups = make(map[string]*groupRuntime, len(groups))
+	c.groups = make(map[string]*grant, len(groups))
 	for name, gc := range groups {
 		field := "groups." + name
 		if strings.TrimSpace(name) == "" {
@@ -178,7 +182,10 @@ func (c *compiledConfig) compileGroups(groups map[string]*GroupConfig) error {
 		if err := validateGlobs(field+".models", gc.Models); err != nil {
 			return err
 		}
-		c.groups[name] = &groupRuntime{name: name, providers: gc.Providers, models: gc.Models}
+		if err := validateGlobs(field+".passthroughPaths", gc.PassthroughPaths); err != nil {
+			return err
+		}
+		c.groups[name] = &grant{name: "group " + name, providers: gc.Providers, models: gc.Models, passthroughPaths: gc.PassthroughPaths}
 	}
 	return nil
 }
@@ -216,10 +223,17 @@ func (c *compiledConfig) compileUsers(users *UsersConfig) error {
 			if !ok {
 				return fmt.Errorf("config: %s: unknown group %q", field, gname)
 			}
-			u.groups = append(u.groups, g)
+			u.grants = append(u.grants, g)
 		}
-		if len(u.groups) == 0 {
+		if len(u.grants) == 0 {
 			return fmt.Errorf("config: %s: at least one group is required (set group or groups)", field)
+		}
+		personal, err := personalGrant(field, uc, u.grants[0])
+		if err != nil {
+			return err
+		}
+		if personal != nil {
+			u.grants = append(u.grants, personal)
 		}
 		key, err := resolveSecret(uc.APIKey)
 		if err != nil {
@@ -237,6 +251,25 @@ func (c *compiledConfig) compileUsers(users *UsersConfig) error {
 		c.userDigests = append(c.userDigests, digest)
 	}
 	return nil
+}
+
+// personalGrant compiles a user's own providers/models grant. It has no
+// passthroughPaths of its own and borrows the primary group's, so adding
+// a personal grant never widens which REST paths the user reaches.
+func personalGrant(field string, uc *UserConfig, primary *grant) (*grant, error) {
+	if len(uc.Providers) == 0 {
+		if len(uc.Models) > 0 {
+			return nil, fmt.Errorf("config: %s.models: a personal grant needs providers too (models alone would reach every provider)", field)
+		}
+		return nil, nil
+	}
+	if err := validateGlobs(field+".providers", uc.Providers); err != nil {
+		return nil, err
+	}
+	if err := validateGlobs(field+".models", uc.Models); err != nil {
+		return nil, err
+	}
+	return &grant{name: "personal grant", providers: uc.Providers, models: uc.Models, passthroughPaths: primary.passthroughPaths}, nil
 }
 
 // validateTargetName enforces the naming rule for providers and other
