@@ -103,12 +103,13 @@ func TestAuthStoreHoldsDigestsOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][sha256.Size]byte{"alice": sha256.Sum256([]byte(testAliceKey)), "bob": sha256.Sum256([]byte(testBobKey))}
-	if len(g.auth.users) != 2 || len(g.auth.digests) != 2 {
-		t.Fatalf("auth store has %d users, %d digests", len(g.auth.users), len(g.auth.digests))
+	store := g.users.current()
+	if len(store.users) != 2 {
+		t.Fatalf("auth store has %d users", len(store.users))
 	}
-	for i := 0; i < len(g.auth.users); i++ {
-		u := g.auth.users[i]
-		if g.auth.digests[i] != want[u.name] {
+	for i := 0; i < len(store.users); i++ {
+		u := store.users[i].user
+		if store.users[i].digest != want[u.name] {
 			t.Fatalf("digest of %s does not match SHA-256 of the key", u.name)
 		}
 		dump := fmt.Sprintf("%+v", *u)
@@ -116,14 +117,14 @@ func TestAuthStoreHoldsDigestsOnly(t *testing.T) {
 			t.Fatalf("user runtime holds key material: %s", dump)
 		}
 	}
-	for k := range g.auth.byDigest {
+	for k := range store.byDigest {
 		if k == testAliceKey || k == testBobKey {
 			t.Fatal("auth index keyed by the plain key")
 		}
 	}
 	r, _ := http.NewRequest("GET", "/", nil)
 	r.Header.Set("X-Api-Key", testBobKey)
-	if u := g.auth.identify(r); u == nil || u.name != "bob" {
+	if u := store.identify(r); u == nil || u.name != "bob" {
 		t.Fatalf("identify returned %+v", u)
 	}
 }

@@ -47,7 +47,7 @@ func TestDecodeConfigJSONErrors(t *testing.T) {
 		{"unknown_provider_key", `{"providers":{"p":{"type":"openai","apiKeys":"x"}}}`, []string{"apiKeys"}},
 		{"unknown_group_key", `{"groups":{"g":{"model":["x"]}}}`, []string{`"model"`}},
 		{"unknown_user_key", `{"users":{"inline":[{"name":"u","role":"x"}]}}`, []string{"role"}},
-		{"unknown_users_key", `{"users":{"file":"/etc/users"}}`, []string{"file"}},
+		{"unknown_users_key", `{"users":{"fiel":"/etc/users"}}`, []string{"fiel"}},
 		{"trailing_data", `{"providers":{}} {}`, []string{"after"}},
 		{"trailing_garbage", `{} x`, []string{"after"}},
 		{"wrong_type", `{"passthroughUnknown":"yes"}`, []string{"passthroughUnknown"}},

@@ -139,7 +139,7 @@ func TestConfigCompiledDefaults(t *testing.T) {
 	if strings.Join(c.providers["o"].models, ",") != "a,b" {
 		t.Errorf("models %v", c.providers["o"].models)
 	}
-	if len(c.users) != 1 || len(c.users[0].grants) != 1 || !c.users[0].admin {
+	if len(c.users) != 1 || len(c.users[0].user.grants) != 1 || !c.users[0].user.admin {
 		t.Errorf("user %+v", c.users)
 	}
 	g2, err := newGatewayFromConfig(t, `{"providers":{"o":{"type":"openai"}}}`)

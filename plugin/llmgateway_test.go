@@ -73,7 +73,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		"unknown group":  func(c *Config) { (*c)["groups"] = map[string]interface{}{"other": ""} },
 		"empty":          func(c *Config) { *c = Config{} },
 		"bad timeout":    func(c *Config) { (*c)["requestTimeout"] = "-1s" },
-		"unknown nested": func(c *Config) { (*c)["users"] = map[string]interface{}{"file": "/x"} },
+		"unknown nested": func(c *Config) { (*c)["users"] = map[string]interface{}{"fiel": "/x"} },
 	}
 	want := map[string]string{
 		"unknown key": "providerz", "bad bool": "passthroughUnknown", "no providers": "providers",

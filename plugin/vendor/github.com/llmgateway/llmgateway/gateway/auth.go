@@ -7,19 +7,19 @@ import (
 	"strings"
 )
 
-// authStore maps API-key digests to users. Keys are held only as SHA-256
-// digests; a lookup hashes the presented key, finds the candidate by
-// digest and confirms it with a constant-time comparison.
+// authStore maps API-key digests to users. It is immutable: a users-file
+// reload builds a new one. Keys are held only as SHA-256 digests; a
+// lookup hashes the presented key, finds the candidate by digest and
+// confirms it with a constant-time comparison.
 type authStore struct {
 	byDigest map[string]int // digest bytes as string -> index
-	digests  [][sha256.Size]byte
-	users    []*userRuntime
+	users    []compiledUser
 }
 
-func newAuthStore(users []*userRuntime, digests [][sha256.Size]byte) *authStore {
-	a := &authStore{byDigest: make(map[string]int, len(users)), digests: digests, users: users}
+func newAuthStore(users []compiledUser) *authStore {
+	a := &authStore{byDigest: make(map[string]int, len(users)), users: users}
 	for i := 0; i < len(users); i++ {
-		a.byDigest[string(digests[i][:])] = i
+		a.byDigest[string(users[i].digest[:])] = i
 	}
 	return a
 }
@@ -35,11 +35,11 @@ func (a *authStore) identify(r *http.Request) *userRuntime {
 	if !ok {
 		return nil
 	}
-	stored := a.digests[i]
+	stored := a.users[i].digest
 	if subtle.ConstantTimeCompare(digest[:], stored[:]) != 1 {
 		return nil
 	}
-	return a.users[i]
+	return a.users[i].user
 }
 
 // presentedKey reads the client's credential: "Authorization: Bearer"
@@ -62,7 +62,8 @@ var clientCredentialHeaders = []string{"Authorization", "X-Api-Key", "X-Goog-Api
 // authenticate identifies the caller and logs the attempt without any
 // key material. It writes the 401 itself and returns nil on failure.
 func (g *Gateway) authenticate(w http.ResponseWriter, r *http.Request) *userRuntime {
-	user := g.auth.identify(r)
+	g.users.maybeReload()
+	user := g.users.current().identify(r)
 	if user == nil {
 		g.log.warnf("auth failed method=%s path=%q remote=%s", r.Method, r.URL.Path, r.RemoteAddr)
 		writeOpenAIError(w, errUnauthorized())

@@ -67,6 +67,11 @@ type GroupConfig struct {
 
 // UsersConfig holds the API-key holders.
 type UsersConfig struct {
+	// File is the path of a JSON users file ({"users": [UserConfig...]})
+	// merged over Inline (a file user replaces the inline user of the same
+	// name) and hot-reloaded: its mtime is checked at most every 5 s from
+	// the request path. A bad edit keeps the last good set.
+	File string `json:"file"`
 	// Inline users, resolved once at construction.
 	Inline []*UserConfig `json:"inline"`
 }

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net/url"
@@ -68,8 +67,9 @@ type compiledConfig struct {
 	providers          map[string]*providerRuntime
 	providerNames      []string // sorted
 	groups             map[string]*grant
-	users              []*userRuntime
-	userDigests        [][sha256.Size]byte // parallel to users
+	inlineUsers        []compiledUser // resolved once, at construction
+	usersFile          string
+	users              []compiledUser // inline merged with the users file at construction
 	passthroughUnknown bool
 	requestTimeout     time.Duration
 }
@@ -92,8 +92,25 @@ func compileConfig(cfg *Config) (*compiledConfig, error) {
 	if err := c.compileGroups(cfg.Groups); err != nil {
 		return nil, err
 	}
-	if err := c.compileUsers(cfg.Users); err != nil {
-		return nil, err
+	if cfg.Users != nil {
+		c.usersFile = cfg.Users.File
+		c.inlineUsers, err = compileUserList("users.inline", cfg.Users.Inline, c.groups)
+		if err != nil {
+			return nil, fmt.Errorf("config: %v", err)
+		}
+	}
+	c.users, err = mergeUsers(c.inlineUsers, nil)
+	if err != nil {
+		return nil, fmt.Errorf("config: %v", err)
+	}
+	if c.usersFile != "" {
+		fileUsers, err := loadUsersFile(c.usersFile, c.groups)
+		if err != nil {
+			return nil, fmt.Errorf("config: users.file: %v", err)
+		}
+		if c.users, err = mergeUsers(c.inlineUsers, fileUsers); err != nil {
+			return nil, fmt.Errorf("config: users.file: %v", err)
+		}
 	}
 	return c, nil
 }
@@ -186,69 +203,6 @@ func (c *compiledConfig) compileGroups(groups map[string]*GroupConfig) error {
 			return err
 		}
 		c.groups[name] = &grant{name: "group " + name, providers: gc.Providers, models: gc.Models, passthroughPaths: gc.PassthroughPaths}
-	}
-	return nil
-}
-
-func (c *compiledConfig) compileUsers(users *UsersConfig) error {
-	if users == nil {
-		return nil
-	}
-	names := map[string]bool{}
-	owners := map[string]string{} // key digest -> user name
-	for i := 0; i < len(users.Inline); i++ {
-		uc := users.Inline[i]
-		field := fmt.Sprintf("users.inline[%d]", i)
-		if uc == nil {
-			return fmt.Errorf("config: %s: nil value", field)
-		}
-		if strings.TrimSpace(uc.Name) == "" {
-			return fmt.Errorf("config: %s.name: required", field)
-		}
-		field = fmt.Sprintf("%s (%s)", field, uc.Name)
-		if names[uc.Name] {
-			return fmt.Errorf("config: %s.name: duplicate user name %q", field, uc.Name)
-		}
-		names[uc.Name] = true
-		u := &userRuntime{name: uc.Name, admin: uc.Admin}
-		memberships := append([]string{uc.Group}, uc.Groups...)
-		seen := map[string]bool{}
-		for j := 0; j < len(memberships); j++ {
-			gname := memberships[j]
-			if gname == "" || seen[gname] {
-				continue
-			}
-			seen[gname] = true
-			g, ok := c.groups[gname]
-			if !ok {
-				return fmt.Errorf("config: %s: unknown group %q", field, gname)
-			}
-			u.grants = append(u.grants, g)
-		}
-		if len(u.grants) == 0 {
-			return fmt.Errorf("config: %s: at least one group is required (set group or groups)", field)
-		}
-		personal, err := personalGrant(field, uc, u.grants[0])
-		if err != nil {
-			return err
-		}
-		if personal != nil {
-			u.grants = append(u.grants, personal)
-		}
-		key, err := resolveSecret(uc.APIKey)
-		if err != nil {
-			return fmt.Errorf("config: %s.apiKey: %v", field, err)
-		}
-		if key == "" {
-			return fmt.Errorf("config: %s.apiKey: required", field)
-		}
-		digest := sha256.Sum256([]byte(key))
-		if other, dup := owners[string(digest[:])]; dup {
-			return fmt.Errorf("config: %s.apiKey: duplicate key (user %q has the same key)", field, other)
-		}
-		owners[string(digest[:])] = uc.Name
-		c.users = append(c.users, u)
-		c.userDigests = append(c.userDigests, digest)
 	}
 	return nil
 }

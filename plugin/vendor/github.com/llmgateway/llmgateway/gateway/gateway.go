@@ -23,7 +23,7 @@ type Gateway struct {
 	next      http.Handler
 	cfg       *compiledConfig
 	log       *logger
-	auth      *authStore
+	users     *userDirectory
 	registry  *modelRegistry
 	transport *http.Transport
 	started   time.Time
@@ -45,7 +45,7 @@ func New(next http.Handler, cfg *Config, opts Options) (*Gateway, error) {
 		next:      next,
 		cfg:       compiled,
 		log:       log,
-		auth:      newAuthStore(compiled.users, compiled.userDigests),
+		users:     newUserDirectory(compiled, log),
 		registry:  newModelRegistry(compiled, log),
 		transport: newUpstreamTransport(),
 		started:   time.Now(),
