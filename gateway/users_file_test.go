@@ -201,4 +201,3 @@ func TestUsersFileConstructionErrors(t *testing.T) {
 		})
 	}
 }
-
