@@ -17,6 +17,11 @@ type Config struct {
 	Groups map[string]*GroupConfig `json:"groups"`
 	// Users holds the API-key holders. With none, every request gets 401.
 	Users *UsersConfig `json:"users"`
+	// ModelAliases maps a client-facing alias id to a target model id
+	// (bare or "provider/model"), resolved at request time through the
+	// normal routing rules. An exact alias match wins over every other
+	// rule. Default: none.
+	ModelAliases map[string]string `json:"modelAliases"`
 	// PassthroughUnknown sends a request that matches none of the
 	// gateway's routes to the wrapped next handler instead of answering
 	// it with a 404 envelope. Default false.

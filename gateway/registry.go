@@ -1,6 +1,9 @@
 package gateway
 
-import "strings"
+import (
+	"net/http"
+	"strings"
+)
 
 // modelRegistry answers "which provider serves this model id".
 //
@@ -9,13 +12,16 @@ import "strings"
 // bare id goes to the first provider, in sorted name order, that lists
 // it.
 type modelRegistry struct {
-	providers map[string]*providerRuntime
-	names     []string // sorted
-	bareOwner map[string]*providerRuntime
+	providers  map[string]*providerRuntime
+	names      []string // sorted
+	bareOwner  map[string]*providerRuntime
+	aliases    map[string]string
+	aliasNames []string // sorted
 }
 
 func newModelRegistry(c *compiledConfig, log *logger) *modelRegistry {
-	r := &modelRegistry{providers: c.providers, names: c.providerNames, bareOwner: map[string]*providerRuntime{}}
+	r := &modelRegistry{providers: c.providers, names: c.providerNames, bareOwner: map[string]*providerRuntime{},
+		aliases: c.aliases, aliasNames: c.aliasNames}
 	for i := 0; i < len(r.names); i++ {
 		p := r.providers[r.names[i]]
 		for j := 0; j < len(p.models); j++ {
@@ -30,8 +36,34 @@ func newModelRegistry(c *compiledConfig, log *logger) *modelRegistry {
 	return r
 }
 
-// resolve maps a client model id to a provider and that provider's own
-// model id. ok is false when no configured provider knows the id.
+// modelRoute is where a client model id goes.
+type modelRoute struct {
+	provider *providerRuntime
+	model    string // the provider's own id
+	alias    string // the alias the client used; "" for a direct id
+}
+
+// route resolves a client model id: an exact alias first (its target then
+// resolves like any other id, lazily), then "provider/model", then bare.
+func (r *modelRegistry) route(id string) (modelRoute, *apiError) {
+	if target, isAlias := r.aliases[id]; isAlias {
+		p, model, ok := r.resolve(target)
+		if !ok {
+			return modelRoute{}, newError(http.StatusNotFound, "invalid_request_error", "model_not_found",
+				"model alias \""+id+"\" points at \""+target+"\", which no configured provider serves")
+		}
+		return modelRoute{provider: p, model: model, alias: id}, nil
+	}
+	p, model, ok := r.resolve(id)
+	if !ok {
+		return modelRoute{}, newError(http.StatusNotFound, "invalid_request_error", "model_not_found",
+			"model \""+id+"\" is not served by this gateway")
+	}
+	return modelRoute{provider: p, model: model}, nil
+}
+
+// resolve maps a (non-alias) model id to a provider and that provider's
+// own model id. ok is false when no configured provider knows the id.
 func (r *modelRegistry) resolve(id string) (p *providerRuntime, upstreamModel string, ok bool) {
 	if i := strings.IndexByte(id, '/'); i > 0 {
 		if prefixed, found := r.providers[id[:i]]; found {
@@ -49,13 +81,13 @@ func (r *modelRegistry) resolve(id string) (p *providerRuntime, upstreamModel st
 
 // modelEntry is one row of the model list.
 type modelEntry struct {
-	id       string
-	provider *providerRuntime
-	model    string // the provider's own id
+	id    string
+	route modelRoute
 }
 
 // entries lists every id a client may send: each bare id (under the
-// provider that wins it) and every "provider/model" form.
+// provider that wins it), every "provider/model" form, then every alias
+// whose target resolves (sorted by alias).
 func (r *modelRegistry) entries() []modelEntry {
 	var out []modelEntry
 	for i := 0; i < len(r.names); i++ {
@@ -63,9 +95,15 @@ func (r *modelRegistry) entries() []modelEntry {
 		for j := 0; j < len(p.models); j++ {
 			m := p.models[j]
 			if r.bareOwner[m] == p {
-				out = append(out, modelEntry{id: m, provider: p, model: m})
+				out = append(out, modelEntry{id: m, route: modelRoute{provider: p, model: m}})
 			}
-			out = append(out, modelEntry{id: p.name + "/" + m, provider: p, model: m})
+			out = append(out, modelEntry{id: p.name + "/" + m, route: modelRoute{provider: p, model: m}})
+		}
+	}
+	for i := 0; i < len(r.aliasNames); i++ {
+		alias := r.aliasNames[i]
+		if p, model, ok := r.resolve(r.aliases[alias]); ok {
+			out = append(out, modelEntry{id: alias, route: modelRoute{provider: p, model: model, alias: alias}})
 		}
 	}
 	return out

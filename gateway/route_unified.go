@@ -24,17 +24,17 @@ var (
 // serveUnified runs the pipeline every unified route shares:
 // identify → read body → resolve and authorize the model → call the
 // provider → relay the response.
-func (g *Gateway) serveUnified(w http.ResponseWriter, r *http.Request, route *unifiedRoute) {
+func (g *Gateway) serveUnified(w http.ResponseWriter, r *http.Request, unified *unifiedRoute) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		writeOpenAIError(w, errMethodNotAllowed(r.Method, route.path, http.MethodPost))
+		writeOpenAIError(w, errMethodNotAllowed(r.Method, unified.path, http.MethodPost))
 		return
 	}
 	user := g.authenticate(w, r)
 	if user == nil {
 		return
 	}
-	body, e := readRequestBody(r, route.maxBodyBytes)
+	body, e := readRequestBody(r, unified.maxBodyBytes)
 	if e != nil {
 		writeOpenAIError(w, e)
 		return
@@ -44,32 +44,33 @@ func (g *Gateway) serveUnified(w http.ResponseWriter, r *http.Request, route *un
 		writeOpenAIError(w, e)
 		return
 	}
-	provider, upstreamModel, e := g.resolveModel(user, req.model)
+	route, e := g.resolveModel(user, req.model)
 	if e != nil {
 		writeOpenAIError(w, e)
 		return
 	}
+	provider := route.provider
 	if provider.kind != providerOpenAI {
 		writeOpenAIError(w, newError(http.StatusNotImplemented, "invalid_request_error", "provider_not_supported",
-			"provider \""+provider.name+"\" is of type "+provider.kind+": translation to it is not available yet on "+route.path))
+			"provider \""+provider.name+"\" is of type "+provider.kind+": translation to it is not available yet on "+unified.path))
 		return
 	}
-	g.callOpenAI(w, r, route, provider, req.withModel(upstreamModel))
+	g.callOpenAI(w, r, unified, provider, req.withModel(route.model))
 }
 
-// resolveModel finds the provider for a client model id: 404 when no
-// provider knows it, 403 when the caller's groups may not use it.
-func (g *Gateway) resolveModel(user *userRuntime, id string) (*providerRuntime, string, *apiError) {
-	provider, upstreamModel, ok := g.registry.resolve(id)
-	if !ok {
-		return nil, "", newError(http.StatusNotFound, "invalid_request_error", "model_not_found",
-			"model \""+id+"\" is not served by this gateway")
+// resolveModel routes a client model id (alias, "provider/model" or
+// bare): 404 when nothing serves it, 403 when the caller's grants may not
+// use it.
+func (g *Gateway) resolveModel(user *userRuntime, id string) (modelRoute, *apiError) {
+	route, e := g.registry.route(id)
+	if e != nil {
+		return modelRoute{}, e
 	}
-	if !user.canUse(provider.name, upstreamModel) {
-		return nil, "", newError(http.StatusForbidden, "permission_error", "model_not_allowed",
+	if !user.canUseRoute(route) {
+		return modelRoute{}, newError(http.StatusForbidden, "permission_error", "model_not_allowed",
 			"model \""+id+"\" is not available to your group")
 	}
-	return provider, upstreamModel, nil
+	return route, nil
 }
 
 // readRequestBody reads the whole body, refusing one over limit with 413.

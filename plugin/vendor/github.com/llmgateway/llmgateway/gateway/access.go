@@ -38,6 +38,22 @@ func (u *userRuntime) canUse(provider, model string) bool {
 	return false
 }
 
+// canUseRoute applies canUse to a routed model; an alias is also usable
+// through a grant whose models list names the alias itself (the grant
+// must still allow the target's provider).
+func (u *userRuntime) canUseRoute(route modelRoute) bool {
+	if route.alias == "" {
+		return u.canUse(route.provider.name, route.model)
+	}
+	for i := 0; i < len(u.grants); i++ {
+		g := u.grants[i]
+		if g.allowsProvider(route.provider.name) && (g.allowsModel(route.provider.name, route.model) || matchesAny(g.models, route.alias)) {
+			return true
+		}
+	}
+	return false
+}
+
 // passthroughGrants returns the grants that allow both the provider and
 // the REST path: the only grants that may authorize a native passthrough
 // request's model.

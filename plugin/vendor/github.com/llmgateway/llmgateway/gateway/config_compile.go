@@ -72,6 +72,8 @@ type compiledConfig struct {
 	users              []compiledUser // inline merged with the users file at construction
 	passthroughUnknown bool
 	requestTimeout     time.Duration
+	aliases            map[string]string
+	aliasNames         []string // sorted
 }
 
 // compileConfig validates cfg and builds its runtime form. Every error
@@ -87,6 +89,9 @@ func compileConfig(cfg *Config) (*compiledConfig, error) {
 	}
 	c.requestTimeout = timeout
 	if err := c.compileProviders(cfg.Providers); err != nil {
+		return nil, err
+	}
+	if err := c.compileAliases(cfg.ModelAliases); err != nil {
 		return nil, err
 	}
 	if err := c.compileGroups(cfg.Groups); err != nil {
@@ -204,6 +209,41 @@ func (c *compiledConfig) compileGroups(groups map[string]*GroupConfig) error {
 		}
 		c.groups[name] = &grant{name: "group " + name, providers: gc.Providers, models: gc.Models, passthroughPaths: gc.PassthroughPaths}
 	}
+	return nil
+}
+
+// compileAliases validates modelAliases: a non-empty alias without
+// control characters, not shadowed by a configured provider's prefix, not
+// equal to any provider's explicit model, and a non-empty target that is
+// not itself an alias. A target no provider knows is accepted: it
+// resolves lazily, at request time.
+func (c *compiledConfig) compileAliases(aliases map[string]string) error {
+	c.aliases = make(map[string]string, len(aliases))
+	for alias, target := range aliases {
+		field := fmt.Sprintf("modelAliases[%q]", alias)
+		if strings.TrimSpace(alias) == "" || hasControlChar(alias) {
+			return fmt.Errorf("config: %s: an alias must be non-empty and contain no control characters", field)
+		}
+		if i := strings.IndexByte(alias, '/'); i > 0 {
+			if _, shadowed := c.providers[alias[:i]]; shadowed {
+				return fmt.Errorf("config: %s: the prefix %q names a configured provider, so \"provider/model\" routing would shadow the alias", field, alias[:i])
+			}
+		}
+		for i := 0; i < len(c.providerNames); i++ {
+			if c.providers[c.providerNames[i]].modelSet[alias] {
+				return fmt.Errorf("config: %s: provider %q already serves a model with this id", field, c.providerNames[i])
+			}
+		}
+		if strings.TrimSpace(target) == "" {
+			return fmt.Errorf("config: %s: the target is empty", field)
+		}
+		if _, chained := aliases[target]; chained {
+			return fmt.Errorf("config: %s: the target %q is itself an alias (alias chains are not allowed)", field, target)
+		}
+		c.aliases[alias] = target
+		c.aliasNames = append(c.aliasNames, alias)
+	}
+	sort.Strings(c.aliasNames)
 	return nil
 }
 

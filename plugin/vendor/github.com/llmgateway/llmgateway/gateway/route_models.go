@@ -41,20 +41,20 @@ func (g *Gateway) serveModels(w http.ResponseWriter, r *http.Request) {
 	list := modelList{Object: "list", Data: make([]modelObject, 0, len(entries))}
 	for i := 0; i < len(entries); i++ {
 		e := entries[i]
-		if user.canUse(e.provider.name, e.model) {
-			list.Data = append(list.Data, g.modelObject(e.id, e.provider))
+		if user.canUseRoute(e.route) {
+			list.Data = append(list.Data, g.modelObject(e.id, e.route.provider))
 		}
 	}
 	writeJSON(w, http.StatusOK, list)
 }
 
 func (g *Gateway) serveOneModel(w http.ResponseWriter, user *userRuntime, id string) {
-	provider, _, e := g.resolveModel(user, id)
+	route, e := g.resolveModel(user, id)
 	if e != nil {
 		writeOpenAIError(w, e)
 		return
 	}
-	writeJSON(w, http.StatusOK, g.modelObject(id, provider))
+	writeJSON(w, http.StatusOK, g.modelObject(id, route.provider))
 }
 
 func (g *Gateway) modelObject(id string, p *providerRuntime) modelObject {
