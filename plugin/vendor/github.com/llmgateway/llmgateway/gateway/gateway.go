@@ -24,6 +24,7 @@ type Gateway struct {
 	cfg       *compiledConfig
 	log       *logger
 	users     *userDirectory
+	warnings  *warningLog
 	registry  *modelRegistry
 	transport *http.Transport
 	started   time.Time
@@ -41,12 +42,14 @@ func New(next http.Handler, cfg *Config, opts Options) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
+	warnings := &warningLog{log: log}
 	g := &Gateway{
 		next:      next,
 		cfg:       compiled,
 		log:       log,
 		users:     newUserDirectory(compiled, log),
-		registry:  newModelRegistry(compiled, log),
+		registry:  newModelRegistry(compiled, warnings),
+		warnings:  warnings,
 		transport: newUpstreamTransport(),
 		started:   time.Now(),
 	}

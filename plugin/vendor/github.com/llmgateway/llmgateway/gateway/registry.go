@@ -19,7 +19,7 @@ type modelRegistry struct {
 	aliasNames []string // sorted
 }
 
-func newModelRegistry(c *compiledConfig, log *logger) *modelRegistry {
+func newModelRegistry(c *compiledConfig, warnings *warningLog) *modelRegistry {
 	r := &modelRegistry{providers: c.providers, names: c.providerNames, bareOwner: map[string]*providerRuntime{},
 		aliases: c.aliases, aliasNames: c.aliasNames}
 	for i := 0; i < len(r.names); i++ {
@@ -27,7 +27,7 @@ func newModelRegistry(c *compiledConfig, log *logger) *modelRegistry {
 		for j := 0; j < len(p.models); j++ {
 			m := p.models[j]
 			if owner, taken := r.bareOwner[m]; taken {
-				log.warnf("model %q is served by providers %q and %q: the bare id routes to %q; use %q to reach the other", m, owner.name, p.name, owner.name, p.name+"/"+m)
+				warnings.warnf("model %q is served by providers %q and %q: the bare id routes to %q; use %q to reach the other", m, owner.name, p.name, owner.name, p.name+"/"+m)
 				continue
 			}
 			r.bareOwner[m] = p

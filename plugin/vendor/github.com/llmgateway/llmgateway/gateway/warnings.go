@@ -1,0 +1,42 @@
+package gateway
+
+import (
+	"fmt"
+	"sync"
+)
+
+// maxWarnings caps the construction warnings kept for the admin API;
+// later ones are counted, not kept (they are still logged).
+const maxWarnings = 50
+
+// warningLog collects the warnings raised while building a gateway
+// (model collisions and the like): each is logged and kept, up to
+// maxWarnings, with a count of the ones dropped past the cap.
+type warningLog struct {
+	mu      sync.Mutex
+	log     *logger
+	items   []string
+	dropped int
+}
+
+// warnf logs a warning and keeps it.
+func (w *warningLog) warnf(format string, args ...interface{}) {
+	msg := fmt.Sprintf(format, args...)
+	w.log.warnf("%s", msg)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.items) >= maxWarnings {
+		w.dropped++
+		return
+	}
+	w.items = append(w.items, msg)
+}
+
+// snapshot returns the kept warnings and how many were dropped.
+func (w *warningLog) snapshot() ([]string, int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]string, len(w.items))
+	copy(out, w.items)
+	return out, w.dropped
+}
