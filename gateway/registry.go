@@ -2,35 +2,58 @@ package gateway
 
 import (
 	"net/http"
+	"sort"
 	"strings"
 )
 
-// modelRegistry answers "which provider serves this model id".
+// modelRegistry answers "which provider serves this model id". It is an
+// immutable snapshot of every provider's known models (explicit models
+// plus the last good discovered set); discovery builds a new one when a
+// set changes.
 //
 // A "provider/model" id resolves directly when the prefix names a
 // configured provider; any other id (even one containing "/") is bare. A
-// bare id goes to the first provider, in sorted name order, that lists
+// bare id goes to the first provider, in sorted name order, that knows
 // it.
 type modelRegistry struct {
 	providers  map[string]*providerRuntime
-	names      []string // sorted
+	names      []string            // sorted
+	models     map[string][]string // provider -> sorted known ids
+	known      map[string]map[string]bool
 	bareOwner  map[string]*providerRuntime
 	aliases    map[string]string
 	aliasNames []string // sorted
 }
 
-func newModelRegistry(c *compiledConfig, warnings *warningLog) *modelRegistry {
+// newModelRegistry builds a snapshot from the configuration and the
+// discovered sets (provider name -> ids). Collisions are warned about
+// once per id over the gateway's lifetime.
+func newModelRegistry(c *compiledConfig, discovered map[string][]string, warnings *warningLog) *modelRegistry {
 	r := &modelRegistry{providers: c.providers, names: c.providerNames, bareOwner: map[string]*providerRuntime{},
-		aliases: c.aliases, aliasNames: c.aliasNames}
+		models: map[string][]string{}, known: map[string]map[string]bool{}, aliases: c.aliases, aliasNames: c.aliasNames}
 	for i := 0; i < len(r.names); i++ {
 		p := r.providers[r.names[i]]
-		for j := 0; j < len(p.models); j++ {
-			m := p.models[j]
+		set := make(map[string]bool, len(p.models)+len(discovered[p.name]))
+		all := append(append([]string{}, p.models...), discovered[p.name]...)
+		var ids []string
+		for j := 0; j < len(all); j++ {
+			if !set[all[j]] {
+				set[all[j]] = true
+				ids = append(ids, all[j])
+			}
+		}
+		sort.Strings(ids)
+		r.models[p.name], r.known[p.name] = ids, set
+		for j := 0; j < len(ids); j++ {
+			m := ids[j]
 			if owner, taken := r.bareOwner[m]; taken {
-				warnings.warnf("model %q is served by providers %q and %q: the bare id routes to %q; use %q to reach the other", m, owner.name, p.name, owner.name, p.name+"/"+m)
+				warnings.warnOnce("collision:"+m, "model %q is served by providers %q and %q: the bare id routes to %q; use %q to reach the other", m, owner.name, p.name, owner.name, p.name+"/"+m)
 				continue
 			}
 			r.bareOwner[m] = p
+			if _, isAlias := r.aliases[m]; isAlias {
+				warnings.warnOnce("alias:"+m, "provider %q lists model %q, which is also a model alias: the alias wins", p.name, m)
+			}
 		}
 	}
 	return r
@@ -68,7 +91,7 @@ func (r *modelRegistry) resolve(id string) (p *providerRuntime, upstreamModel st
 	if i := strings.IndexByte(id, '/'); i > 0 {
 		if prefixed, found := r.providers[id[:i]]; found {
 			rest := id[i+1:]
-			if prefixed.modelSet[rest] {
+			if r.known[prefixed.name][rest] {
 				return prefixed, rest, true
 			}
 		}
@@ -92,8 +115,9 @@ func (r *modelRegistry) entries() []modelEntry {
 	var out []modelEntry
 	for i := 0; i < len(r.names); i++ {
 		p := r.providers[r.names[i]]
-		for j := 0; j < len(p.models); j++ {
-			m := p.models[j]
+		ids := r.models[p.name]
+		for j := 0; j < len(ids); j++ {
+			m := ids[j]
 			if r.bareOwner[m] == p {
 				out = append(out, modelEntry{id: m, route: modelRoute{provider: p, model: m}})
 			}

@@ -37,7 +37,7 @@ func (g *Gateway) serveModels(w http.ResponseWriter, r *http.Request) {
 		g.serveOneModel(w, user, id)
 		return
 	}
-	entries := g.registry.entries()
+	entries := g.models().entries()
 	list := modelList{Object: "list", Data: make([]modelObject, 0, len(entries))}
 	for i := 0; i < len(entries); i++ {
 		e := entries[i]

@@ -180,7 +180,7 @@ func TestModelRegistryEntriesSorted(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ids []string
-	entries := g.registry.entries()
+	entries := g.models().entries()
 	for i := 0; i < len(entries); i++ {
 		ids = append(ids, entries[i].id)
 	}

@@ -62,7 +62,7 @@ func (g *Gateway) serveUnified(w http.ResponseWriter, r *http.Request, unified *
 // bare): 404 when nothing serves it, 403 when the caller's grants may not
 // use it.
 func (g *Gateway) resolveModel(user *userRuntime, id string) (modelRoute, *apiError) {
-	route, e := g.registry.route(id)
+	route, e := g.models().route(id)
 	if e != nil {
 		return modelRoute{}, e
 	}

@@ -17,6 +17,9 @@ type Config struct {
 	Groups map[string]*GroupConfig `json:"groups"`
 	// Users holds the API-key holders. With none, every request gets 401.
 	Users *UsersConfig `json:"users"`
+	// Breaker tunes the per-provider discovery circuit breaker. Every
+	// field is zero-means-default.
+	Breaker *BreakerConfig `json:"breaker"`
 	// ModelAliases maps a client-facing alias id to a target model id
 	// (bare or "provider/model"), resolved at request time through the
 	// normal routing rules. An exact alias match wins over every other
@@ -45,8 +48,16 @@ type ProviderConfig struct {
 	// An openai-type provider may resolve to empty (a keyless upstream,
 	// no Authorization header sent); anthropic and gemini may not.
 	APIKey string `json:"apiKey"`
-	// Models lists the model ids this provider serves.
+	// Models lists the model ids this provider serves, combined with any
+	// discovered ones.
 	Models []string `json:"models"`
+	// Discovery pulls the provider's own model listing at construction
+	// and then, from the request path, no more often than
+	// DiscoveryInterval. A failure is logged and keeps the last known set.
+	Discovery bool `json:"discovery"`
+	// DiscoveryInterval is the minimum time between discovery refreshes
+	// (Go duration, default "1h").
+	DiscoveryInterval string `json:"discoveryInterval"`
 	// Passthrough enables the native passthrough route /{name}/...;
 	// nil means enabled.
 	Passthrough *bool `json:"passthrough"`
@@ -101,4 +112,17 @@ type UserConfig struct {
 	Models []string `json:"models"`
 	// Admin marks the user as an administrator (for the admin routes).
 	Admin bool `json:"admin"`
+}
+
+// BreakerConfig tunes the discovery circuit breaker.
+type BreakerConfig struct {
+	// FailureThreshold is how many consecutive failed discovery refreshes
+	// open the breaker (1-100, default 3; 0 means the default).
+	FailureThreshold int `json:"failureThreshold"`
+	// OpenDuration is the first backoff before a half-open probe (Go
+	// duration, default "1m"); it doubles on every failed probe.
+	OpenDuration string `json:"openDuration"`
+	// MaxOpenDuration caps the backoff (default "6h"; at least
+	// OpenDuration, at most "24h").
+	MaxOpenDuration string `json:"maxOpenDuration"`
 }

@@ -41,6 +41,8 @@ type providerRuntime struct {
 	modelSet    map[string]bool
 	passthrough bool
 	timeout     time.Duration
+	// discoveryInterval is 0 when discovery is off.
+	discoveryInterval time.Duration
 }
 
 // grant is one set of access lists that can authorize a request on its
@@ -74,6 +76,7 @@ type compiledConfig struct {
 	requestTimeout     time.Duration
 	aliases            map[string]string
 	aliasNames         []string // sorted
+	breaker            breakerSettings
 }
 
 // compileConfig validates cfg and builds its runtime form. Every error
@@ -89,6 +92,9 @@ func compileConfig(cfg *Config) (*compiledConfig, error) {
 	}
 	c.requestTimeout = timeout
 	if err := c.compileProviders(cfg.Providers); err != nil {
+		return nil, err
+	}
+	if c.breaker, err = compileBreaker(cfg.Breaker); err != nil {
 		return nil, err
 	}
 	if err := c.compileAliases(cfg.ModelAliases); err != nil {
@@ -184,6 +190,13 @@ func compileProvider(field, name string, pc *ProviderConfig, globalTimeout time.
 	p.timeout, err = parseTimeout(field+".requestTimeout", pc.RequestTimeout, globalTimeout)
 	if err != nil {
 		return nil, err
+	}
+	interval, err := parseTimeout(field+".discoveryInterval", pc.DiscoveryInterval, defaultDiscoveryInterval)
+	if err != nil {
+		return nil, err
+	}
+	if pc.Discovery {
+		p.discoveryInterval = interval
 	}
 	return p, nil
 }

@@ -4,6 +4,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -25,7 +27,9 @@ type Gateway struct {
 	log       *logger
 	users     *userDirectory
 	warnings  *warningLog
-	registry  *modelRegistry
+	registry  atomic.Value // *modelRegistry
+	discovery *discoverer
+	rebuildMu sync.Mutex
 	transport *http.Transport
 	started   time.Time
 }
@@ -48,7 +52,6 @@ func New(next http.Handler, cfg *Config, opts Options) (*Gateway, error) {
 		cfg:       compiled,
 		log:       log,
 		users:     newUserDirectory(compiled, log),
-		registry:  newModelRegistry(compiled, warnings),
 		warnings:  warnings,
 		transport: newUpstreamTransport(),
 		started:   time.Now(),
@@ -57,6 +60,10 @@ func New(next http.Handler, cfg *Config, opts Options) (*Gateway, error) {
 	if next == nil {
 		g.next = http.HandlerFunc(notFound)
 	}
+	g.discovery = newDiscoverer(compiled, g.transport, log)
+	g.discovery.onChange = func() { g.rebuildRegistry() }
+	g.discovery.warmFill()
+	g.rebuildRegistry()
 	log.infof("ready: %d providers, %d groups, %d users", len(compiled.providers), len(compiled.groups), len(compiled.users))
 	reportLoaded()
 	return g, nil
@@ -65,6 +72,7 @@ func New(next http.Handler, cfg *Config, opts Options) (*Gateway, error) {
 // ServeHTTP dispatches by path. Every gateway route authenticates on its
 // own; a request matching no route never reaches authentication.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	g.discovery.maybeRefresh()
 	p := r.URL.Path
 	switch {
 	case p == "/v1/chat/completions":
@@ -89,8 +97,23 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Close releases the gateway's background resources (idle upstream
 // connections). In-flight requests finish normally.
 func (g *Gateway) Close() error {
+	g.discovery.close()
 	g.transport.CloseIdleConnections()
 	return nil
+}
+
+// models returns the model registry in force.
+func (g *Gateway) models() *modelRegistry {
+	r, _ := g.registry.Load().(*modelRegistry)
+	return r
+}
+
+// rebuildRegistry swaps in a registry built from the configuration and
+// the latest discovered sets.
+func (g *Gateway) rebuildRegistry() {
+	g.rebuildMu.Lock()
+	defer g.rebuildMu.Unlock()
+	g.registry.Store(newModelRegistry(g.cfg, g.discovery.discovered(), g.warnings))
 }
 
 func notFound(w http.ResponseWriter, r *http.Request) {

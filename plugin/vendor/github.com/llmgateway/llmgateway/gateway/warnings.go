@@ -17,6 +17,21 @@ type warningLog struct {
 	log     *logger
 	items   []string
 	dropped int
+	once    map[string]bool
+}
+
+// warnOnce is warnf, at most once per key over the gateway's lifetime.
+func (w *warningLog) warnOnce(key, format string, args ...interface{}) {
+	w.mu.Lock()
+	if w.once == nil {
+		w.once = map[string]bool{}
+	}
+	seen := w.once[key]
+	w.once[key] = true
+	w.mu.Unlock()
+	if !seen {
+		w.warnf(format, args...)
+	}
 }
 
 // warnf logs a warning and keeps it.

@@ -1,0 +1,116 @@
+package gateway
+
+import (
+	"fmt"
+	"time"
+)
+
+// Breaker states, as the admin API will name them.
+const (
+	breakerClosed   = "closed"
+	breakerOpen     = "open"
+	breakerHalfOpen = "half-open"
+)
+
+// breakerSettings is the compiled BreakerConfig.
+type breakerSettings struct {
+	threshold int
+	open      time.Duration
+	maxOpen   time.Duration
+}
+
+// discoveryBreaker is one provider's discovery circuit breaker: closed →
+// open after `threshold` consecutive failed refreshes → half-open (one
+// probe) once the backoff window has passed; the window starts at `open`
+// and doubles on every failed probe up to `maxOpen`. It is an extra gate
+// on top of discoveryInterval, never a replacement. Not safe for
+// concurrent use: its owner's mutex guards it.
+type discoveryBreaker struct {
+	settings  breakerSettings
+	state     string
+	failures  int
+	backoff   time.Duration
+	openUntil time.Time
+}
+
+func newDiscoveryBreaker(s breakerSettings) *discoveryBreaker {
+	return &discoveryBreaker{settings: s, state: breakerClosed, backoff: s.open}
+}
+
+// allow reports whether a refresh may start now; an open breaker whose
+// window has passed turns half-open and admits exactly one probe.
+func (b *discoveryBreaker) allow(now time.Time) bool {
+	switch b.state {
+	case breakerClosed:
+		return true
+	case breakerOpen:
+		if now.Before(b.openUntil) {
+			return false
+		}
+		b.state = breakerHalfOpen
+		return true
+	}
+	return false // half-open: the probe is already running
+}
+
+// success closes the breaker and resets the backoff.
+func (b *discoveryBreaker) success() {
+	b.state, b.failures, b.backoff = breakerClosed, 0, b.settings.open
+}
+
+// failure counts a failed refresh: it opens a closed breaker at the
+// threshold, and reopens a half-open one with a doubled backoff.
+func (b *discoveryBreaker) failure(now time.Time) {
+	switch b.state {
+	case breakerClosed:
+		b.failures++
+		if b.failures >= b.settings.threshold {
+			b.state, b.backoff = breakerOpen, b.settings.open
+			b.openUntil = now.Add(b.backoff)
+		}
+	case breakerHalfOpen:
+		b.backoff *= 2
+		if b.backoff > b.settings.maxOpen {
+			b.backoff = b.settings.maxOpen
+		}
+		b.state = breakerOpen
+		b.openUntil = now.Add(b.backoff)
+	}
+}
+
+// neutral records a cancelled refresh: neither success nor failure. A
+// half-open probe that was cancelled leaves the breaker open, with the
+// window already passed, so the next request may probe again.
+func (b *discoveryBreaker) neutral() {
+	if b.state == breakerHalfOpen {
+		b.state = breakerOpen
+	}
+}
+
+// compileBreaker validates BreakerConfig against the spec's bounds.
+func compileBreaker(bc *BreakerConfig) (breakerSettings, error) {
+	s := breakerSettings{threshold: 3, open: time.Minute, maxOpen: 6 * time.Hour}
+	if bc == nil {
+		return s, nil
+	}
+	if bc.FailureThreshold != 0 {
+		if bc.FailureThreshold < 1 || bc.FailureThreshold > 100 {
+			return s, fmt.Errorf("config: breaker.failureThreshold: %d must be between 1 and 100", bc.FailureThreshold)
+		}
+		s.threshold = bc.FailureThreshold
+	}
+	var err error
+	if s.open, err = parseTimeout("breaker.openDuration", bc.OpenDuration, s.open); err != nil {
+		return s, err
+	}
+	if s.maxOpen, err = parseTimeout("breaker.maxOpenDuration", bc.MaxOpenDuration, s.maxOpen); err != nil {
+		return s, err
+	}
+	if s.maxOpen < s.open {
+		return s, fmt.Errorf("config: breaker.maxOpenDuration: %q must be at least openDuration (%s)", bc.MaxOpenDuration, s.open)
+	}
+	if s.maxOpen > 24*time.Hour {
+		return s, fmt.Errorf("config: breaker.maxOpenDuration: %q must be at most 24h", bc.MaxOpenDuration)
+	}
+	return s, nil
+}

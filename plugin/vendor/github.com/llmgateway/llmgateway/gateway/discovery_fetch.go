@@ -1,0 +1,119 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+)
+
+// maxDiscoveryPages bounds pagination so a looping upstream cannot keep a
+// refresh running forever.
+const maxDiscoveryPages = 50
+
+// fetchModels lists a provider's models through its own endpoint:
+// GET /v1/models for openai and anthropic (following has_more/last_id),
+// GET /v1beta/models for gemini (following nextPageToken, "models/"
+// prefix removed). The result is sorted and de-duplicated.
+func fetchModels(ctx context.Context, rt http.RoundTripper, p *providerRuntime) ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	cursor := ""
+	for page := 0; page < maxDiscoveryPages; page++ {
+		ids, next, err := fetchModelPage(ctx, rt, p, cursor)
+		if err != nil {
+			return nil, err
+		}
+		for i := 0; i < len(ids); i++ {
+			if ids[i] != "" && !hasControlChar(ids[i]) && !seen[ids[i]] {
+				seen[ids[i]] = true
+				out = append(out, ids[i])
+			}
+		}
+		if next == "" {
+			sort.Strings(out)
+			return out, nil
+		}
+		cursor = next
+	}
+	return nil, fmt.Errorf("model listing did not end after %d pages", maxDiscoveryPages)
+}
+
+// modelPage is the union of the three providers' listing shapes.
+type modelPage struct {
+	Data []struct {
+		ID string `json:"id"`
+	} `json:"data"`
+	HasMore       bool              `json:"has_more"`
+	LastID        string            `json:"last_id"`
+	Models        []modelPageGemini `json:"models"`
+	NextPageToken string            `json:"nextPageToken"`
+}
+
+type modelPageGemini struct {
+	Name string `json:"name"`
+}
+
+func fetchModelPage(ctx context.Context, rt http.RoundTripper, p *providerRuntime, cursor string) ([]string, string, error) {
+	u := p.baseURL + "/v1/models"
+	query := url.Values{}
+	switch p.kind {
+	case providerGemini:
+		u = p.baseURL + "/v1beta/models"
+		query.Set("pageSize", "1000")
+		if cursor != "" {
+			query.Set("pageToken", cursor)
+		}
+	case providerAnthropic:
+		query.Set("limit", "1000")
+		if cursor != "" {
+			query.Set("after_id", cursor)
+		}
+	}
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, "", err
+	}
+	req.Header.Set("Accept", "application/json")
+	p.injectAuth(req.Header)
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		return nil, "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, "", fmt.Errorf("model listing answered HTTP %d", resp.StatusCode)
+	}
+	data, tooBig, err := readCapped(resp.Body, 8<<20)
+	if err != nil {
+		return nil, "", err
+	}
+	if tooBig {
+		return nil, "", errors.New("model listing is larger than 8 MiB")
+	}
+	var page modelPage
+	if err := json.Unmarshal(data, &page); err != nil {
+		return nil, "", errors.New("model listing is not the expected JSON")
+	}
+	var ids []string
+	if p.kind == providerGemini {
+		for i := 0; i < len(page.Models); i++ {
+			ids = append(ids, strings.TrimPrefix(page.Models[i].Name, "models/"))
+		}
+		return ids, page.NextPageToken, nil
+	}
+	for i := 0; i < len(page.Data); i++ {
+		ids = append(ids, page.Data[i].ID)
+	}
+	if p.kind == providerAnthropic && page.HasMore && page.LastID != "" && page.LastID != cursor {
+		return ids, page.LastID, nil
+	}
+	return ids, "", nil
+}
