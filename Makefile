@@ -5,7 +5,7 @@ BIN := bin
 VERSION ?= 0.0.0-dev
 MODULE := github.com/llmgateway/llmgateway
 
-.PHONY: help test test-gateway test-cmd lint vendor vendor-check build-binary run integration bench fuzz yaegi-check
+.PHONY: help test test-gateway test-cmd lint vendor vendor-check build-binary run integration bench fuzz yaegi-check pricing-sync
 
 help: ## list targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sort | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -28,5 +28,10 @@ vendor-check: ## fail when plugin/vendor is stale against ./gateway
 build-binary: ## build bin/llmgateway
 	@mkdir -p $(BIN)
 	cd cmd && $(GO) build -trimpath -ldflags "-X $(MODULE)/gateway.Version=$(VERSION)" -o ../$(BIN)/llmgateway ./llmgateway
+
+pricing-sync: ## regenerate gateway/modeltable_gen.go from ../shared/data/litellm_model_prices.json (then make vendor)
+	$(GO) run ./integration/cmd/pricingsync -in $(PRICING_JSON) -out gateway/modeltable_gen.go
+
+PRICING_JSON ?= ../shared/data/litellm_model_prices.json
 
 -include mk/*.mk

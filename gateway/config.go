@@ -20,6 +20,10 @@ type Config struct {
 	// Breaker tunes the per-provider discovery circuit breaker. Every
 	// field is zero-means-default.
 	Breaker *BreakerConfig `json:"breaker"`
+	// ModelMeta overrides a model's context window and display cost, keyed
+	// by exact "provider/model" or by bare model id. Display only, except
+	// that free: true marks the model's cost as a known zero.
+	ModelMeta map[string]*ModelMetaConfig `json:"modelMeta"`
 	// ModelAliases maps a client-facing alias id to a target model id
 	// (bare or "provider/model"), resolved at request time through the
 	// normal routing rules. An exact alias match wins over every other
@@ -58,6 +62,10 @@ type ProviderConfig struct {
 	// DiscoveryInterval is the minimum time between discovery refreshes
 	// (Go duration, default "1h").
 	DiscoveryInterval string `json:"discoveryInterval"`
+	// MetadataPath (openai type, with Discovery) is a second listing
+	// fetched alongside discovery that reports per-model context length,
+	// in LM Studio's shape (e.g. "/api/v0/models"). Must start with "/".
+	MetadataPath string `json:"metadataPath"`
 	// Passthrough enables the native passthrough route /{name}/...;
 	// nil means enabled.
 	Passthrough *bool `json:"passthrough"`
@@ -125,4 +133,18 @@ type BreakerConfig struct {
 	// MaxOpenDuration caps the backoff (default "6h"; at least
 	// OpenDuration, at most "24h").
 	MaxOpenDuration string `json:"maxOpenDuration"`
+}
+
+// ModelMetaConfig overrides one model's metadata. A zero field falls
+// through to the next layer (discovery, then the built-in table).
+type ModelMetaConfig struct {
+	// ContextTokens is the context window in tokens (0: not overridden).
+	ContextTokens int64 `json:"contextTokens"`
+	// InputCostPerMTokMicroUsd is the input price per 1,000,000 tokens in
+	// micro-USD (0: not overridden, unless Free).
+	InputCostPerMTokMicroUsd int64 `json:"inputCostPerMTokMicroUsd"`
+	// OutputCostPerMTokMicroUsd is the output price, likewise.
+	OutputCostPerMTokMicroUsd int64 `json:"outputCostPerMTokMicroUsd"`
+	// Free sets both prices to a known zero; contradicts a non-zero price.
+	Free bool `json:"free"`
 }

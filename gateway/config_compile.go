@@ -43,6 +43,7 @@ type providerRuntime struct {
 	timeout     time.Duration
 	// discoveryInterval is 0 when discovery is off.
 	discoveryInterval time.Duration
+	metadataPath      string
 }
 
 // grant is one set of access lists that can authorize a request on its
@@ -77,6 +78,7 @@ type compiledConfig struct {
 	aliases            map[string]string
 	aliasNames         []string // sorted
 	breaker            breakerSettings
+	modelMeta          map[string]*ModelMetaConfig
 }
 
 // compileConfig validates cfg and builds its runtime form. Every error
@@ -95,6 +97,9 @@ func compileConfig(cfg *Config) (*compiledConfig, error) {
 		return nil, err
 	}
 	if c.breaker, err = compileBreaker(cfg.Breaker); err != nil {
+		return nil, err
+	}
+	if c.modelMeta, err = compileModelMeta(cfg.ModelMeta); err != nil {
 		return nil, err
 	}
 	if err := c.compileAliases(cfg.ModelAliases); err != nil {
@@ -197,6 +202,15 @@ func compileProvider(field, name string, pc *ProviderConfig, globalTimeout time.
 	}
 	if pc.Discovery {
 		p.discoveryInterval = interval
+	}
+	if pc.MetadataPath != "" {
+		if !strings.HasPrefix(pc.MetadataPath, "/") {
+			return nil, fmt.Errorf("config: %s.metadataPath: %q must start with \"/\"", field, pc.MetadataPath)
+		}
+		if pc.Type != providerOpenAI || !pc.Discovery {
+			return nil, fmt.Errorf("config: %s.metadataPath: only an openai-type provider with discovery: true reads it", field)
+		}
+		p.metadataPath = pc.MetadataPath
 	}
 	return p, nil
 }

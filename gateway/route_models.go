@@ -13,6 +13,20 @@ type modelObject struct {
 	Object  string `json:"object"`
 	Created int64  `json:"created"`
 	OwnedBy string `json:"owned_by"`
+	// The context window under the three spellings clients read
+	// (OpenRouter's context_length, vLLM's max_model_len); omitted when
+	// unknown.
+	ContextWindow *int64 `json:"context_window,omitempty"`
+	ContextLength *int64 `json:"context_length,omitempty"`
+	MaxModelLen   *int64 `json:"max_model_len,omitempty"`
+	// Pricing is omitted when no price is known; a known zero is shown.
+	Pricing *modelPricing `json:"pricing,omitempty"`
+}
+
+// modelPricing is USD per 1,000,000 tokens.
+type modelPricing struct {
+	InputPerMTokUSD  *float64 `json:"input_per_mtok_usd,omitempty"`
+	OutputPerMTokUSD *float64 `json:"output_per_mtok_usd,omitempty"`
 }
 
 // modelList is the GET /v1/models response.
@@ -42,7 +56,7 @@ func (g *Gateway) serveModels(w http.ResponseWriter, r *http.Request) {
 	for i := 0; i < len(entries); i++ {
 		e := entries[i]
 		if user.canUseRoute(e.route) {
-			list.Data = append(list.Data, g.modelObject(e.id, e.route.provider))
+			list.Data = append(list.Data, g.modelObject(e.id, e.route))
 		}
 	}
 	writeJSON(w, http.StatusOK, list)
@@ -54,11 +68,29 @@ func (g *Gateway) serveOneModel(w http.ResponseWriter, user *userRuntime, id str
 		writeOpenAIError(w, e)
 		return
 	}
-	writeJSON(w, http.StatusOK, g.modelObject(id, route.provider))
+	writeJSON(w, http.StatusOK, g.modelObject(id, route))
 }
 
-func (g *Gateway) modelObject(id string, p *providerRuntime) modelObject {
-	return modelObject{ID: id, Object: "model", Created: g.started.Unix(), OwnedBy: p.name}
+func (g *Gateway) modelObject(id string, route modelRoute) modelObject {
+	obj := modelObject{ID: id, Object: "model", Created: g.started.Unix(), OwnedBy: route.provider.name}
+	meta := g.models().resolveMeta(route)
+	if meta.context > 0 {
+		c := meta.context
+		obj.ContextWindow, obj.ContextLength, obj.MaxModelLen = &c, &c, &c
+	}
+	if meta.input.known || meta.output.known {
+		obj.Pricing = &modelPricing{InputPerMTokUSD: usdPerM(meta.input), OutputPerMTokUSD: usdPerM(meta.output)}
+	}
+	return obj
+}
+
+// usdPerM converts a known micro-USD price to USD; nil when unknown.
+func usdPerM(c metaCost) *float64 {
+	if !c.known {
+		return nil
+	}
+	usd := float64(c.micros) / 1e6
+	return &usd
 }
 
 // writeJSON writes v as a JSON response.

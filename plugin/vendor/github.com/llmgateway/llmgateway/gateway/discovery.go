@@ -24,7 +24,8 @@ type discoveryState struct {
 	interval time.Duration
 
 	mu          sync.Mutex
-	models      []string // last good discovered set (stale-while-error)
+	models      []string         // last good discovered set (stale-while-error)
+	contexts    map[string]int64 // from metadataPath, last good
 	lastAttempt time.Time
 	refreshing  bool
 	completed   int // finished refreshes, to let the cold-start retry skip
@@ -62,13 +63,21 @@ func newDiscoverer(c *compiledConfig, transport http.RoundTripper, log *logger) 
 	return d
 }
 
-// discovered returns each discovering provider's last good model set.
-func (d *discoverer) discovered() map[string][]string {
-	out := make(map[string][]string, len(d.states))
+// discoverySnapshot is what discovery currently knows, by provider.
+type discoverySnapshot struct {
+	models   map[string][]string
+	contexts map[string]map[string]int64
+}
+
+// discovered returns each discovering provider's last good model set and
+// captured context lengths.
+func (d *discoverer) discovered() discoverySnapshot {
+	out := discoverySnapshot{models: map[string][]string{}, contexts: map[string]map[string]int64{}}
 	for i := 0; i < len(d.states); i++ {
 		s := d.states[i]
 		s.mu.Lock()
-		out[s.provider.name] = s.models
+		out.models[s.provider.name] = s.models
+		out.contexts[s.provider.name] = s.contexts
 		s.mu.Unlock()
 	}
 	return out
@@ -155,6 +164,13 @@ func (d *discoverer) start(s *discoveryState, force bool) bool {
 func (d *discoverer) run(s *discoveryState, timeout time.Duration) bool {
 	ctx, cancel := context.WithTimeout(d.ctx, timeout)
 	models, err := fetchModels(ctx, d.transport, s.provider)
+	var contexts map[string]int64
+	if err == nil && s.provider.metadataPath != "" {
+		var metaErr error
+		if contexts, metaErr = fetchContextLengths(ctx, d.transport, s.provider); metaErr != nil && d.ctx.Err() == nil {
+			d.log.warnf("model metadata for provider %q not captured: %v", s.provider.name, metaErr)
+		}
+	}
 	cancel()
 	s.mu.Lock()
 	s.refreshing = false
@@ -163,8 +179,11 @@ func (d *discoverer) run(s *discoveryState, timeout time.Duration) bool {
 	switch {
 	case err == nil:
 		s.breaker.success()
-		changed = !equalStrings(s.models, models)
+		changed = !equalStrings(s.models, models) || !equalContexts(s.contexts, contexts)
 		s.models = models
+		if contexts != nil || s.provider.metadataPath == "" {
+			s.contexts = contexts
+		}
 	case d.ctx.Err() != nil:
 		s.breaker.neutral()
 	default:
@@ -192,6 +211,18 @@ func (d *discoverer) close() {
 		d.timers[i].Stop()
 	}
 	d.mu.Unlock()
+}
+
+func equalContexts(a, b map[string]int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 func equalStrings(a, b []string) bool {

@@ -117,3 +117,54 @@ func fetchModelPage(ctx context.Context, rt http.RoundTripper, p *providerRuntim
 	}
 	return ids, "", nil
 }
+
+// lmStudioModels is LM Studio's /api/v0/models shape (the part used).
+type lmStudioModels struct {
+	Data []struct {
+		ID                  string `json:"id"`
+		LoadedContextLength int64  `json:"loaded_context_length"`
+		MaxContextLength    int64  `json:"max_context_length"`
+	} `json:"data"`
+}
+
+// fetchContextLengths reads per-model context lengths from a provider's
+// metadataPath, preferring loaded_context_length (what is usable now)
+// over max_context_length.
+func fetchContextLengths(ctx context.Context, rt http.RoundTripper, p *providerRuntime) (map[string]int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.baseURL+p.metadataPath, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	p.injectAuth(req.Header)
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("metadata listing answered HTTP %d", resp.StatusCode)
+	}
+	data, tooBig, err := readCapped(resp.Body, 8<<20)
+	if err != nil {
+		return nil, err
+	}
+	if tooBig {
+		return nil, errors.New("metadata listing is larger than 8 MiB")
+	}
+	var listing lmStudioModels
+	if err := json.Unmarshal(data, &listing); err != nil {
+		return nil, errors.New("metadata listing is not the expected JSON")
+	}
+	out := map[string]int64{}
+	for i := 0; i < len(listing.Data); i++ {
+		m := listing.Data[i]
+		switch {
+		case m.LoadedContextLength > 0:
+			out[m.ID] = m.LoadedContextLength
+		case m.MaxContextLength > 0:
+			out[m.ID] = m.MaxContextLength
+		}
+	}
+	return out, nil
+}

@@ -23,14 +23,18 @@ type modelRegistry struct {
 	bareOwner  map[string]*providerRuntime
 	aliases    map[string]string
 	aliasNames []string // sorted
+	meta       map[string]*ModelMetaConfig
+	contexts   map[string]map[string]int64 // provider -> model -> captured context
 }
 
 // newModelRegistry builds a snapshot from the configuration and the
 // discovered sets (provider name -> ids). Collisions are warned about
 // once per id over the gateway's lifetime.
-func newModelRegistry(c *compiledConfig, discovered map[string][]string, warnings *warningLog) *modelRegistry {
+func newModelRegistry(c *compiledConfig, found discoverySnapshot, warnings *warningLog) *modelRegistry {
+	discovered := found.models
 	r := &modelRegistry{providers: c.providers, names: c.providerNames, bareOwner: map[string]*providerRuntime{},
-		models: map[string][]string{}, known: map[string]map[string]bool{}, aliases: c.aliases, aliasNames: c.aliasNames}
+		models: map[string][]string{}, known: map[string]map[string]bool{}, aliases: c.aliases, aliasNames: c.aliasNames,
+		meta: c.modelMeta, contexts: found.contexts}
 	for i := 0; i < len(r.names); i++ {
 		p := r.providers[r.names[i]]
 		set := make(map[string]bool, len(p.models)+len(discovered[p.name]))
