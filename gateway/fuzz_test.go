@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http/httptest"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -401,4 +402,47 @@ func acceptable(body []byte) bool {
 		}
 	}
 	return found == 1 && model != ""
+}
+
+// FuzzUsersFile: any users-file content either loads into users that
+// each have a name, at least one grant and a key digest, with unique
+// names, or fails with an error — never a panic.
+func FuzzUsersFile(f *testing.F) {
+	seeds := []string{
+		`{"users":[{"name":"alice","group":"g","apiKey":"sk-1"}]}`,
+		`{"users":[{"name":"a","groups":["g","h"],"apiKey":"sk-1","providers":["p*"],"models":["m"]}]}`,
+		`{"users":[{"name":"a","group":"g","apiKey":"sk-1"},{"name":"a","group":"g","apiKey":"sk-2"}]}`,
+		`{"users":[null]}`,
+		`{"users":[{"name":"a","group":"nope","apiKey":"sk-1"}]}`,
+		`{"users":[{"name":"a","group":"g","apiKey":"sk-1","extra":1}]}`,
+		`{"users":[]} {}`,
+		`{}`,
+		``,
+	}
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	groups := map[string]*grant{"g": {name: "group g"}, "h": {name: "group h"}}
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := dir + "/users.json"
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		users, err := loadUsersFile(path, groups)
+		if err != nil {
+			if users != nil {
+				t.Fatal("users returned with an error")
+			}
+			return
+		}
+		names := map[string]bool{}
+		for i := 0; i < len(users); i++ {
+			u := users[i]
+			if u.user.name == "" || names[u.user.name] || len(u.user.grants) == 0 {
+				t.Fatalf("bad user %+v from %q", *u.user, data)
+			}
+			names[u.user.name] = true
+		}
+	})
 }

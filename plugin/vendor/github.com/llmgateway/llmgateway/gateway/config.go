@@ -87,6 +87,13 @@ type GroupConfig struct {
 	// requests may address. "*" does not cross "/": leave the list empty
 	// to allow every path.
 	PassthroughPaths []string `json:"passthroughPaths"`
+	// McpServers limits which MCP servers (globs over their configured
+	// names) the group sees and reaches. Unioned across a user's groups:
+	// any member group with an empty list allows all.
+	McpServers []string `json:"mcpServers"`
+	// Agents limits which A2A agents the group reaches, unioned the same
+	// way as McpServers.
+	Agents []string `json:"agents"`
 }
 
 // UsersConfig holds the API-key holders.

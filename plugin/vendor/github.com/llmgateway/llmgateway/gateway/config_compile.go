@@ -53,6 +53,11 @@ type grant struct {
 	providers        []string
 	models           []string
 	passthroughPaths []string
+	// mcpServers and agents are unioned across member groups instead;
+	// a personal grant has neither and takes no part in that union.
+	personal   bool
+	mcpServers []string
+	agents     []string
 }
 
 // userRuntime is one authenticated identity. It holds no key material.
@@ -234,7 +239,14 @@ func (c *compiledConfig) compileGroups(groups map[string]*GroupConfig) error {
 		if err := validateGlobs(field+".passthroughPaths", gc.PassthroughPaths); err != nil {
 			return err
 		}
-		c.groups[name] = &grant{name: "group " + name, providers: gc.Providers, models: gc.Models, passthroughPaths: gc.PassthroughPaths}
+		if err := validateGlobs(field+".mcpServers", gc.McpServers); err != nil {
+			return err
+		}
+		if err := validateGlobs(field+".agents", gc.Agents); err != nil {
+			return err
+		}
+		c.groups[name] = &grant{name: "group " + name, providers: gc.Providers, models: gc.Models, passthroughPaths: gc.PassthroughPaths,
+			mcpServers: gc.McpServers, agents: gc.Agents}
 	}
 	return nil
 }
@@ -290,7 +302,7 @@ func personalGrant(field string, uc *UserConfig, primary *grant) (*grant, error)
 	if err := validateGlobs(field+".models", uc.Models); err != nil {
 		return nil, err
 	}
-	return &grant{name: "personal grant", providers: uc.Providers, models: uc.Models, passthroughPaths: primary.passthroughPaths}, nil
+	return &grant{name: "personal grant", personal: true, providers: uc.Providers, models: uc.Models, passthroughPaths: primary.passthroughPaths}, nil
 }
 
 // validateTargetName enforces the naming rule for providers and other
