@@ -231,19 +231,19 @@ func (c *compiledConfig) compileGroups(groups map[string]*GroupConfig) error {
 			return fmt.Errorf("config: %s: nil value (write an allow-all group as {providers: []})", field)
 		}
 		if err := validateGlobs(field+".providers", gc.Providers); err != nil {
-			return err
+			return fmt.Errorf("config: %v", err)
 		}
 		if err := validateGlobs(field+".models", gc.Models); err != nil {
-			return err
+			return fmt.Errorf("config: %v", err)
 		}
 		if err := validateGlobs(field+".passthroughPaths", gc.PassthroughPaths); err != nil {
-			return err
+			return fmt.Errorf("config: %v", err)
 		}
 		if err := validateGlobs(field+".mcpServers", gc.McpServers); err != nil {
-			return err
+			return fmt.Errorf("config: %v", err)
 		}
 		if err := validateGlobs(field+".agents", gc.Agents); err != nil {
-			return err
+			return fmt.Errorf("config: %v", err)
 		}
 		c.groups[name] = &grant{name: "group " + name, providers: gc.Providers, models: gc.Models, passthroughPaths: gc.PassthroughPaths,
 			mcpServers: gc.McpServers, agents: gc.Agents}
@@ -292,7 +292,7 @@ func (c *compiledConfig) compileAliases(aliases map[string]string) error {
 func personalGrant(field string, uc *UserConfig, primary *grant) (*grant, error) {
 	if len(uc.Providers) == 0 {
 		if len(uc.Models) > 0 {
-			return nil, fmt.Errorf("config: %s.models: a personal grant needs providers too (models alone would reach every provider)", field)
+			return nil, fmt.Errorf("%s.models: a personal grant needs providers too (models alone would reach every provider)", field)
 		}
 		return nil, nil
 	}
@@ -331,7 +331,7 @@ func validateTargetName(name string) error {
 func validateGlobs(field string, patterns []string) error {
 	for i := 0; i < len(patterns); i++ {
 		if _, err := path.Match(patterns[i], ""); err != nil {
-			return fmt.Errorf("config: %s[%d]: malformed pattern %q", field, i, patterns[i])
+			return fmt.Errorf("%s[%d]: malformed pattern %q", field, i, patterns[i])
 		}
 	}
 	return nil

@@ -126,6 +126,9 @@ func TestPersonalGrantConfigErrors(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want it to contain %q", err, tc.want)
 			}
+			if strings.Count(err.Error(), "config:") != 1 {
+				t.Fatalf("error %q repeats its prefix", err)
+			}
 		})
 	}
 	cfg, err := DecodeConfigJSON([]byte(grantsConfig("http://127.0.0.1:9", `{"g":{"passthroughPaths":["v1/[x"]}}`, `[]`)))
