@@ -158,3 +158,17 @@ func TestConfigFromMapGrants(t *testing.T) {
 		t.Fatalf("decoded %+v / %+v", u, cfg.Groups["g"])
 	}
 }
+
+// The spec's warning: passthroughPaths ["*"] is not allow-all, because
+// path.Match's "*" does not cross "/".
+func TestPassthroughPathsStarDoesNotCrossSlash(t *testing.T) {
+	up := okUpstream(t)
+	srv, _ := newTestGateway(t, grantsConfig(up.URL, `{"g":{"passthroughPaths":["*"]}}`,
+		`[{"name":"u","group":"g","apiKey":"sk-star"}]`), nil)
+	if status, _, body := do(t, "GET", srv.URL+"/beta/models", "sk-star", ""); status != 200 {
+		t.Fatalf("single segment: %d %s", status, body)
+	}
+	if status, _, body := do(t, "GET", srv.URL+"/beta/v1/files", "sk-star", ""); status != 403 {
+		t.Fatalf("multi-segment path under [\"*\"]: %d %s", status, body)
+	}
+}
