@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"path"
 	"sort"
 	"strings"
@@ -77,6 +78,8 @@ type compiledConfig struct {
 	groups             map[string]*grant
 	inlineUsers        []compiledUser // resolved once, at construction
 	usersFile          string
+	usersFileModTime   time.Time // as stat'ed just before the construction-time read
+	usersFileSize      int64
 	users              []compiledUser // inline merged with the users file at construction
 	passthroughUnknown bool
 	requestTimeout     time.Duration
@@ -125,6 +128,11 @@ func compileConfig(cfg *Config) (*compiledConfig, error) {
 		return nil, fmt.Errorf("config: %v", err)
 	}
 	if c.usersFile != "" {
+		// Stat before reading: a change racing the read is then seen as a
+		// newer mtime by the first reload check, never missed.
+		if info, statErr := os.Stat(c.usersFile); statErr == nil {
+			c.usersFileModTime, c.usersFileSize = info.ModTime(), info.Size()
+		}
 		fileUsers, err := loadUsersFile(c.usersFile, c.groups)
 		if err != nil {
 			return nil, fmt.Errorf("config: users.file: %v", err)

@@ -32,10 +32,8 @@ type userDirectory struct {
 func newUserDirectory(c *compiledConfig, log *logger) *userDirectory {
 	d := &userDirectory{path: c.usersFile, inline: c.inlineUsers, groups: c.groups, log: log, now: time.Now}
 	d.store.Store(newAuthStore(c.users))
+	d.modTime, d.size = c.usersFileModTime, c.usersFileSize
 	if d.path != "" {
-		if info, err := os.Stat(d.path); err == nil {
-			d.modTime, d.size = info.ModTime(), info.Size()
-		}
 		d.lastCheck.Store(d.now().UnixNano())
 	}
 	return d
