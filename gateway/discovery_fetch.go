@@ -77,30 +77,9 @@ func fetchModelPage(ctx context.Context, rt http.RoundTripper, p *providerRuntim
 	if len(query) > 0 {
 		u += "?" + query.Encode()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, "", err
-	}
-	req.Header.Set("Accept", "application/json")
-	p.injectAuth(req.Header)
-	resp, err := rt.RoundTrip(req)
-	if err != nil {
-		return nil, "", err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, "", fmt.Errorf("model listing answered HTTP %d", resp.StatusCode)
-	}
-	data, tooBig, err := readCapped(resp.Body, 8<<20)
-	if err != nil {
-		return nil, "", err
-	}
-	if tooBig {
-		return nil, "", errors.New("model listing is larger than 8 MiB")
-	}
 	var page modelPage
-	if err := json.Unmarshal(data, &page); err != nil {
-		return nil, "", errors.New("model listing is not the expected JSON")
+	if err := getProviderJSON(ctx, rt, p, u, "model listing", &page); err != nil {
+		return nil, "", err
 	}
 	var ids []string
 	if p.kind == providerGemini {
@@ -131,30 +110,9 @@ type lmStudioModels struct {
 // metadataPath, preferring loaded_context_length (what is usable now)
 // over max_context_length.
 func fetchContextLengths(ctx context.Context, rt http.RoundTripper, p *providerRuntime) (map[string]int64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.baseURL+p.metadataPath, nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Accept", "application/json")
-	p.injectAuth(req.Header)
-	resp, err := rt.RoundTrip(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("metadata listing answered HTTP %d", resp.StatusCode)
-	}
-	data, tooBig, err := readCapped(resp.Body, 8<<20)
-	if err != nil {
-		return nil, err
-	}
-	if tooBig {
-		return nil, errors.New("metadata listing is larger than 8 MiB")
-	}
 	var listing lmStudioModels
-	if err := json.Unmarshal(data, &listing); err != nil {
-		return nil, errors.New("metadata listing is not the expected JSON")
+	if err := getProviderJSON(ctx, rt, p, p.baseURL+p.metadataPath, "metadata listing", &listing); err != nil {
+		return nil, err
 	}
 	out := map[string]int64{}
 	for i := 0; i < len(listing.Data); i++ {
@@ -167,4 +125,35 @@ func fetchContextLengths(ctx context.Context, rt http.RoundTripper, p *providerR
 		}
 	}
 	return out, nil
+}
+
+// getProviderJSON GETs a provider URL with the provider's credential and
+// decodes a 200 JSON answer (at most 8 MiB) into v; what names the
+// listing in errors.
+func getProviderJSON(ctx context.Context, rt http.RoundTripper, p *providerRuntime, u, what string, v interface{}) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "application/json")
+	p.injectAuth(req.Header)
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s answered HTTP %d", what, resp.StatusCode)
+	}
+	data, tooBig, err := readCapped(resp.Body, 8<<20)
+	if err != nil {
+		return err
+	}
+	if tooBig {
+		return errors.New(what + " is larger than 8 MiB")
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return errors.New(what + " is not the expected JSON")
+	}
+	return nil
 }
