@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -22,6 +23,9 @@ var warmFillRetryDelay = 10 * time.Second
 type discoveryState struct {
 	provider *providerRuntime
 	interval time.Duration
+	// notBefore (unix ns) lets the request path skip a refresh check
+	// without taking mu until the interval or the breaker window is over.
+	notBefore atomic.Int64
 
 	mu          sync.Mutex
 	models      []string         // last good discovered set (stale-while-error)
@@ -127,9 +131,10 @@ func (d *discoverer) scheduleRetry(s *discoveryState) {
 // whose interval has passed and whose breaker admits one. It is called
 // from the request path and never blocks on the network.
 func (d *discoverer) maybeRefresh() {
+	now := d.now().UnixNano()
 	for i := 0; i < len(d.states); i++ {
 		s := d.states[i]
-		if !d.start(s, false) {
+		if now < s.notBefore.Load() || !d.start(s, false) {
 			continue
 		}
 		d.running.Add(1)
@@ -150,11 +155,21 @@ func (d *discoverer) start(s *discoveryState, force bool) bool {
 	if s.refreshing || d.ctx.Err() != nil {
 		return false
 	}
-	if !force && (now.Sub(s.lastAttempt) < s.interval || !s.breaker.allow(now)) {
-		return false
+	if !force {
+		if next := s.lastAttempt.Add(s.interval); now.Before(next) {
+			s.notBefore.Store(next.UnixNano())
+			return false
+		}
+		if !s.breaker.allow(now) {
+			if s.breaker.state == breakerOpen {
+				s.notBefore.Store(s.breaker.openUntil.UnixNano())
+			}
+			return false
+		}
 	}
 	s.refreshing = true
 	s.lastAttempt = now
+	s.notBefore.Store(now.Add(s.interval).UnixNano())
 	return true
 }
 
