@@ -156,10 +156,7 @@ func TestTargetListsUnionAcrossGroups(t *testing.T) {
 			}
 		})
 	}
-	cfg, err := DecodeConfigJSON([]byte(`{"providers":{"p":{"type":"openai"}},"groups":{"g":{"mcpServers":["["]}}}`))
-	if err == nil {
-		_, err = New(nil, cfg, Options{LogOutput: &syncBuffer{}})
-	}
+	_, err := newGatewayFromConfig(t, `{"providers":{"p":{"type":"openai"}},"groups":{"g":{"mcpServers":["["]}}}`)
 	if err == nil || !strings.Contains(err.Error(), `groups.g.mcpServers[0]: malformed pattern "["`) {
 		t.Fatalf("bad mcpServers glob: %v", err)
 	}

@@ -37,10 +37,7 @@ func TestModelAliasConstructionErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := DecodeConfigJSON([]byte(aliasConfig("http://127.0.0.1:9", tc.aliases, aliasGroups)))
-			if err == nil {
-				_, err = New(nil, cfg, Options{LogOutput: &syncBuffer{}})
-			}
+			_, err := newGatewayFromConfig(t, aliasConfig("http://127.0.0.1:9", tc.aliases, aliasGroups))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want it to contain %q", err, tc.want)
 			}

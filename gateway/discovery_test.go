@@ -326,10 +326,7 @@ func TestDiscoveryConfigErrors(t *testing.T) {
 		if !strings.Contains(doc, `"providers"`) {
 			doc = `"providers":{"p":{"type":"openai"}},` + doc
 		}
-		cfg, err := DecodeConfigJSON([]byte("{" + doc + "}"))
-		if err == nil {
-			_, err = New(nil, cfg, Options{LogOutput: &syncBuffer{}})
-		}
+		_, err := newGatewayFromConfig(t, "{"+doc+"}")
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %v, want %q", doc, err, want)
 		}

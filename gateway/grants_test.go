@@ -119,10 +119,7 @@ func TestPersonalGrantConfigErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := DecodeConfigJSON([]byte(grantsConfig("http://127.0.0.1:9", `{"g":{}}`, tc.users)))
-			if err == nil {
-				_, err = New(nil, cfg, Options{LogOutput: &syncBuffer{}})
-			}
+			_, err := newGatewayFromConfig(t, grantsConfig("http://127.0.0.1:9", `{"g":{}}`, tc.users))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want it to contain %q", err, tc.want)
 			}
@@ -131,10 +128,7 @@ func TestPersonalGrantConfigErrors(t *testing.T) {
 			}
 		})
 	}
-	cfg, err := DecodeConfigJSON([]byte(grantsConfig("http://127.0.0.1:9", `{"g":{"passthroughPaths":["v1/[x"]}}`, `[]`)))
-	if err == nil {
-		_, err = New(nil, cfg, Options{LogOutput: &syncBuffer{}})
-	}
+	_, err := newGatewayFromConfig(t, grantsConfig("http://127.0.0.1:9", `{"g":{"passthroughPaths":["v1/[x"]}}`, `[]`))
 	if err == nil || !strings.Contains(err.Error(), `groups.g.passthroughPaths[0]: malformed pattern "v1/[x"`) {
 		t.Fatalf("bad passthroughPaths glob: %v", err)
 	}

@@ -187,11 +187,8 @@ func TestUsersFileConstructionErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := DecodeConfigJSON([]byte(`{"providers":{"p":{"type":"openai"}},"groups":{"g":{}},
-				"users":{"file":"` + tc.path + `","inline":` + tc.inline + `}}`))
-			if err == nil {
-				_, err = New(nil, cfg, Options{LogOutput: &syncBuffer{}})
-			}
+			_, err := newGatewayFromConfig(t, `{"providers":{"p":{"type":"openai"}},"groups":{"g":{}},
+				"users":{"file":"`+tc.path+`","inline":`+tc.inline+`}}`)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want it to contain %q", err, tc.want)
 			}

@@ -1,4 +1,4 @@
-package integration
+package integration_test
 
 import (
 	"bytes"
@@ -23,22 +23,13 @@ import (
 )
 
 // buildBinaryForConfigTests compiles cmd/llmgateway into a temp dir.
-func buildBinaryForConfigTests(t *testing.T) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	bin, err := gwproc.Build(ctx, t.TempDir())
-	require.NoError(t, err)
-	return bin
-}
-
 // badConfigProvider is the valid provider block shared by the YAML cases.
 const badConfigProvider = "providers:\n  p: {type: openai, baseUrl: http://127.0.0.1:9}\n"
 
 const dupSecret = "sk-dup-secret"
 
 func TestBinaryRefusesBadConfig(t *testing.T) {
-	bin := buildBinaryForConfigTests(t)
+	bin := buildGatewayBinary(t)
 
 	cases := []struct {
 		name string
@@ -174,7 +165,7 @@ func writeUsersFile(t *testing.T, path, key string) {
 }
 
 func TestBinaryUsersFileEditUnderTraffic(t *testing.T) {
-	bin := buildBinaryForConfigTests(t)
+	bin := buildGatewayBinary(t)
 
 	mock := mockupstream.New(mockupstream.Options{Models: []string{"m1"}})
 	up := httptest.NewServer(mock)
@@ -191,18 +182,7 @@ func TestBinaryUsersFileEditUnderTraffic(t *testing.T) {
 		"groups": map[string]interface{}{"g": map[string]interface{}{"providers": []string{}}},
 		"users":  map[string]interface{}{"file": usersPath},
 	}
-	raw, err := json.Marshal(cfg)
-	require.NoError(t, err)
-	gw, err := gwproc.StartGateway(bin, t.TempDir(), raw)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		if err := gw.Stop(); err != nil {
-			t.Errorf("stopping gateway: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("gateway output:\n%s", gw.Logs())
-		}
-	})
+	gw := startGateway(t, bin, cfg)
 
 	client := &http.Client{Timeout: 5 * time.Second}
 	models := func(key string) (int, string) {

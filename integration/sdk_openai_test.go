@@ -50,6 +50,26 @@ func buildGatewayBinary(t *testing.T) string {
 	return bin
 }
 
+// startGateway runs the built binary with cfg (the config block as a
+// generic value) and stops it when the test ends, printing its output if
+// the test failed.
+func startGateway(t *testing.T, bin string, cfg map[string]interface{}) *gwproc.Process {
+	t.Helper()
+	raw, err := json.Marshal(cfg)
+	require.NoError(t, err)
+	gw, err := gwproc.StartGateway(bin, t.TempDir(), raw)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if err := gw.Stop(); err != nil {
+			t.Errorf("stopping gateway: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("gateway output:\n%s", gw.Logs())
+		}
+	})
+	return gw
+}
+
 func startSDKEnv(t *testing.T) *sdkEnv {
 	t.Helper()
 	bin := buildGatewayBinary(t)
@@ -76,18 +96,7 @@ func startSDKEnv(t *testing.T) *sdkEnv {
 			{"name": "alice", "group": "default", "apiKey": sdkUserKey},
 		}},
 	}
-	raw, err := json.Marshal(cfg)
-	require.NoError(t, err)
-	gw, err := gwproc.StartGateway(bin, t.TempDir(), raw)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		if err := gw.Stop(); err != nil {
-			t.Errorf("stopping gateway: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("gateway output:\n%s", gw.Logs())
-		}
-	})
+	gw := startGateway(t, bin, cfg)
 	env.gw = gw
 	env.client = openai.NewClient(
 		option.WithBaseURL(gw.URL+"/v1/"),

@@ -25,6 +25,7 @@ type modelRegistry struct {
 	aliasNames []string // sorted
 	meta       map[string]*ModelMetaConfig
 	contexts   map[string]map[string]int64 // provider -> model -> captured context
+	listing    []modelEntry                // every listable id, built once per snapshot
 }
 
 // newModelRegistry builds a snapshot from the configuration and the
@@ -60,6 +61,7 @@ func newModelRegistry(c *compiledConfig, found discoverySnapshot, warnings *warn
 			}
 		}
 	}
+	r.listing = r.buildListing()
 	return r
 }
 
@@ -116,6 +118,12 @@ type modelEntry struct {
 // provider that wins it), every "provider/model" form, then every alias
 // whose target resolves (sorted by alias).
 func (r *modelRegistry) entries() []modelEntry {
+	return r.listing
+}
+
+// buildListing computes entries for the snapshot (it is immutable, so
+// /v1/models never recomputes it).
+func (r *modelRegistry) buildListing() []modelEntry {
 	var out []modelEntry
 	for i := 0; i < len(r.names); i++ {
 		p := r.providers[r.names[i]]
