@@ -321,7 +321,7 @@ func TestRelaySSEFlushesPerEvent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &flushRecorder{ResponseRecorder: httptest.NewRecorder()}
 			skipWithoutFlushDispatch(t)
-			res := relaySSE(rec, strings.NewReader(tc.in), tc.limit)
+			res := relaySSE(rec, strings.NewReader(tc.in), tc.limit, nil)
 			if rec.Body.String() != tc.wantOut {
 				t.Fatalf("out %q, want %q", rec.Body.String(), tc.wantOut)
 			}
@@ -346,7 +346,7 @@ func TestRelaySSEFlushesPerEvent(t *testing.T) {
 func TestRelaySSELongLine(t *testing.T) {
 	long := "data: " + strings.Repeat("x", 100<<10) + "\n\ndata: [DONE]\n\n"
 	rec := httptest.NewRecorder()
-	res := relaySSE(rec, strings.NewReader(long), 1<<20)
+	res := relaySSE(rec, strings.NewReader(long), 1<<20, nil)
 	if rec.Body.String() != long || !res.sawDone || res.err != nil {
 		t.Fatalf("result %+v, %d bytes out", res, rec.Body.Len())
 	}
