@@ -121,3 +121,77 @@ func openAISpeech(g *Gateway, w http.ResponseWriter, r *http.Request, c *unified
 		}
 	}
 }
+
+// chatTranslation is a translating provider type's chat adapter: pure
+// translators plus the upstream URL.
+type chatTranslation struct {
+	request  func(body []byte, upstreamModel string) ([]byte, bool, *apiError)
+	url      func(p *providerRuntime, model string, stream bool) string
+	response func(body []byte, tc translateContext) ([]byte, usage, *apiError)
+	stream   func(tc translateContext) streamTranslator
+}
+
+// serve translates the client's OpenAI request, calls the provider and
+// translates its answer back, streamed event by event when the client
+// asked for a stream.
+func (t *chatTranslation) serve(g *Gateway, w http.ResponseWriter, r *http.Request, c *unifiedCall) {
+	p := c.provider
+	body, stream, e := t.request(c.req.raw, c.model)
+	if e != nil {
+		writeOpenAIError(w, e)
+		return
+	}
+	accept := "application/json"
+	if stream {
+		accept = "text/event-stream"
+	}
+	o := &outbound{provider: p, method: http.MethodPost, url: t.url(p, c.model, stream),
+		body: body, contentType: "application/json", accept: accept, readWhole: !stream}
+	x, e := g.send(r, o)
+	if e != nil {
+		g.fail(w, r, e)
+		return
+	}
+	defer x.done()
+	tc := c.translateContext()
+	if !stream {
+		out, u, e := t.response(x.data, tc)
+		if e != nil {
+			g.fail(w, r, e)
+			return
+		}
+		if !u.reported {
+			u = estimateUsage(len(c.req.raw))
+		}
+		c.record(g, u)
+		writeJSONResponse(w, http.StatusOK, out)
+		return
+	}
+	if !isEventStream(x.resp.Header) {
+		g.fail(w, r, newError(http.StatusBadGateway, "server_error", "upstream_bad_response",
+			"provider \""+p.name+"\" answered a streaming request without an event stream"))
+		return
+	}
+	g.relayTranslated(w, r, c, x, t.stream(tc))
+}
+
+// translatedJSON runs a non-streaming translated exchange (embeddings,
+// images): build the provider body and URL, call, translate back.
+func (g *Gateway) translatedJSON(w http.ResponseWriter, r *http.Request, c *unifiedCall, url string, body []byte,
+	response func(data []byte) ([]byte, usage, *apiError)) {
+	o := &outbound{provider: c.provider, method: http.MethodPost, url: url, body: body,
+		contentType: "application/json", accept: "application/json", readWhole: true}
+	x, e := g.send(r, o)
+	if e != nil {
+		g.fail(w, r, e)
+		return
+	}
+	defer x.done()
+	out, u, e := response(x.data)
+	if e != nil {
+		g.fail(w, r, e)
+		return
+	}
+	c.record(g, u)
+	writeJSONResponse(w, http.StatusOK, out)
+}

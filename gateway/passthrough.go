@@ -63,12 +63,12 @@ func (g *Gateway) servePassthrough(w http.ResponseWriter, r *http.Request, p *pr
 		}
 	}
 	_ = http.NewResponseController(w).EnableFullDuplex()
-	g.proxy(w, r, p, body)
+	g.proxy(w, r, p, body, user)
 }
 
 // proxy runs one native passthrough exchange through
 // httputil.ReverseProxy, under the provider's progress watchdog.
-func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p *providerRuntime, body *cappedBody) {
+func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p *providerRuntime, body *cappedBody, user *userRuntime) {
 	target := passthroughURL(p, r.URL)
 	ctx, wd := startWatchdog(r.Context(), p.timeout)
 	defer wd.stop()
@@ -92,7 +92,14 @@ func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p *providerRunti
 		resp.Body = &progressReadCloser{progressReader: progressReader{r: resp.Body, wd: wd}, c: resp.Body}
 		if resp.StatusCode >= 300 {
 			redactResponseBody(resp, p.apiKey)
+			return nil
 		}
+		resp.Body = newUsageSniffer(resp.Body, resp.Header.Get("Content-Type"), func(u usage, streamed bool) {
+			if !u.reported && !streamed {
+				u = estimateUsage(int(maxPassthroughRequestBytes - body.remaining))
+			}
+			g.recordUsage(usageRecord{user: userName(user), provider: p.name, route: "passthrough", usage: u})
+		})
 		return nil
 	}
 	rp.ErrorHandler = func(rw http.ResponseWriter, req *http.Request, err error) {

@@ -3,6 +3,8 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"strings"
 )
 
 // usageRecord is one metered request's outcome, handed to the
@@ -132,4 +134,88 @@ func userName(u *userRuntime) string {
 		return ""
 	}
 	return u.name
+}
+
+// maxSniffedJSONBytes bounds how much of a non-streaming passthrough
+// response is kept to read its usage; a larger one falls back to the
+// estimate.
+const maxSniffedJSONBytes = 8 << 20
+
+// usageSniffer reads usage from a passthrough response as it flows to
+// the client, without delaying or altering a byte: SSE data lines are
+// inspected one at a time, a JSON body is kept (up to a bound) and parsed
+// at its end. finish runs once, at EOF or Close.
+type usageSniffer struct {
+	rc       io.ReadCloser
+	sse      bool
+	buf      []byte // JSON body so far, or the SSE line in progress
+	over     bool
+	u        usage
+	finished bool
+	onFinish func(u usage, streamed bool)
+}
+
+func newUsageSniffer(rc io.ReadCloser, contentType string, onFinish func(u usage, streamed bool)) *usageSniffer {
+	ct := strings.ToLower(contentType)
+	return &usageSniffer{rc: rc, sse: strings.HasPrefix(ct, "text/event-stream"), onFinish: onFinish,
+		over: !strings.Contains(ct, "json") && !strings.HasPrefix(ct, "text/event-stream")}
+}
+
+func (s *usageSniffer) Read(b []byte) (int, error) {
+	n, err := s.rc.Read(b)
+	if n > 0 && !s.over {
+		s.feed(b[:n])
+	}
+	if err == io.EOF {
+		s.finish()
+	}
+	return n, err
+}
+
+func (s *usageSniffer) Close() error {
+	s.finish()
+	return s.rc.Close()
+}
+
+func (s *usageSniffer) feed(p []byte) {
+	if !s.sse {
+		if len(s.buf)+len(p) > maxSniffedJSONBytes {
+			s.over, s.buf = true, nil
+			return
+		}
+		s.buf = append(s.buf, p...)
+		return
+	}
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			if len(s.buf)+len(p) > maxSniffedJSONBytes {
+				s.buf = s.buf[:0] // an absurd line: skip it
+				return
+			}
+			s.buf = append(s.buf, p...)
+			return
+		}
+		line := p[:i]
+		if len(s.buf) > 0 {
+			line = append(s.buf, line...)
+		}
+		if bytes.HasPrefix(line, []byte("data:")) {
+			usageFromJSON(bytes.TrimSpace(line[5:]), &s.u)
+		}
+		s.buf = s.buf[:0]
+		p = p[i+1:]
+	}
+}
+
+func (s *usageSniffer) finish() {
+	if s.finished {
+		return
+	}
+	s.finished = true
+	if !s.sse && !s.over {
+		usageFromJSON(s.buf, &s.u)
+	}
+	s.buf = nil
+	s.onFinish(s.u, s.sse)
 }

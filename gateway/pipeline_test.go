@@ -1,0 +1,351 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestBodyAdmission(t *testing.T) {
+	up := newFakeUpstream(t, okJSON(chatOK))
+	srv, _, _ := pipelineGateway(t, up.URL, `"maxInFlightBodyRequests": 1,`)
+
+	// The first request holds the only slot while its body trickles in.
+	pr, pw := io.Pipe()
+	first := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", srv.URL+"/v1/chat/completions", pr)
+		req.Header.Set("Authorization", "Bearer "+testAliceKey)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			first <- 0
+			return
+		}
+		resp.Body.Close()
+		first <- resp.StatusCode
+	}()
+	_, _ = pw.Write([]byte(`{"model":"m1",`))
+	// Wait until the gateway is inside the first body read.
+	var status int
+	var hdr http.Header
+	var body string
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		status, hdr, body = do(t, "POST", srv.URL+"/v1/chat/completions", testAliceKey, chatReq)
+		if status == 503 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if status != 503 || hdr.Get("Retry-After") == "" || !strings.Contains(body, `"code":"capacity"`) {
+		t.Fatalf("second request: status %d Retry-After %q body %s; want an immediate 503 with Retry-After", status, hdr.Get("Retry-After"), body)
+	}
+	_, _ = pw.Write([]byte(`"messages":[]}`))
+	_ = pw.Close()
+	if got := <-first; got != 200 {
+		t.Fatalf("first request status = %d, want 200", got)
+	}
+	// The slot is released after the body step: requests flow again.
+	if status, _, body := do(t, "POST", srv.URL+"/v1/chat/completions", testAliceKey, chatReq); status != 200 {
+		t.Fatalf("after release: status %d body %s", status, body)
+	}
+}
+
+func TestBodyAdmissionNotHeldDuringUpstreamCall(t *testing.T) {
+	release := make(chan struct{})
+	up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.Header.Get("X-Test"), "slow") {
+			<-release
+		}
+		okJSON(chatOK)(w, r)
+	})
+	srv, _, _ := pipelineGateway(t, up.URL, `"maxInFlightBodyRequests": 1,`)
+	done := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", srv.URL+"/v1/chat/completions", strings.NewReader(chatReq))
+		req.Header.Set("Authorization", "Bearer "+testAliceKey)
+		req.Header.Set("X-Test", "slow")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- 0
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	for up.count() == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The slow request is now waiting on its upstream, not on a body.
+	if status, _, body := do(t, "POST", srv.URL+"/v1/chat/completions", testAliceKey, chatReq); status != 200 {
+		t.Fatalf("status %d body %s: the slot must be free during the upstream call", status, body)
+	}
+	close(release)
+	if got := <-done; got != 200 {
+		t.Fatalf("slow request status %d", got)
+	}
+}
+
+func TestBodyAdmissionConfig(t *testing.T) {
+	if _, err := newGatewayFromConfig(t, `{"maxInFlightBodyRequests": -1, "providers": {"p": {"type": "openai", "baseUrl": "http://127.0.0.1:1"}}}`); err == nil || !strings.Contains(err.Error(), "maxInFlightBodyRequests: -1") {
+		t.Fatalf("err = %v", err)
+	}
+	g, err := newGatewayFromConfig(t, `{"maxInFlightBodyRequests": 20000, "providers": {"p": {"type": "openai", "baseUrl": "http://127.0.0.1:1"}}}`)
+	if err != nil || cap(g.admission.slots) != maxBodySlots {
+		t.Fatalf("clamp: err %v", err)
+	}
+	g, err = newGatewayFromConfig(t, `{"providers": {"p": {"type": "openai", "baseUrl": "http://127.0.0.1:1"}}}`)
+	if err != nil || cap(g.admission.slots) < 16 {
+		t.Fatalf("self-tuned: err %v", err)
+	}
+}
+
+func TestBodyCaps(t *testing.T) {
+	up := newFakeUpstream(t, okJSON(`{}`))
+	srv, _, _ := pipelineGateway(t, up.URL, "")
+	big := func(n int) string {
+		return `{"model":"m1","prompt":"` + strings.Repeat("a", n) + `"}`
+	}
+	cases := []struct {
+		path    string
+		size    int
+		chunked bool
+		want    int
+	}{
+		{"/v1/chat/completions", 4<<20 + 1, false, 413},
+		{"/v1/chat/completions", 4<<20 + 1, true, 413},
+		{"/v1/embeddings", 4<<20 + 1, true, 413},
+		{"/v1/images/generations", 10<<20 + 1, false, 413},
+		{"/v1/images/generations", 10<<20 + 1, true, 413},
+		{"/v1/audio/speech", 10<<20 + 1, true, 413},
+		{"/v1/images/generations", 5 << 20, true, 200},
+	}
+	for _, tc := range cases {
+		resp, body := send(t, srv.URL, testRequest{method: "POST", path: tc.path, headers: bearer(testAliceKey), body: big(tc.size), chunked: tc.chunked})
+		if resp.StatusCode != tc.want {
+			t.Errorf("%s %d bytes chunked=%v: status %d, want %d; %.200s", tc.path, tc.size, tc.chunked, resp.StatusCode, tc.want, body)
+		}
+		if tc.want == 413 && !strings.Contains(body, "request_too_large") {
+			t.Errorf("%s: body %.200s", tc.path, body)
+		}
+	}
+}
+
+func TestReasoningModelsGetMaxCompletionTokens(t *testing.T) {
+	cases := []struct {
+		model, body, want string
+	}{
+		{"o3-mini", `{"model":"o3-mini","max_tokens":100,"messages":[]}`, `{"model":"o3-mini","max_completion_tokens":100,"messages":[]}`},
+		{"o3-mini", `{"max_tokens": 5 ,"model":"mock/o3-mini"}`, `{"max_completion_tokens": 5 ,"model":"o3-mini"}`},
+		{"m1", `{"model":"m1","max_tokens":100}`, `{"model":"m1","max_tokens":100}`},
+		{"o3-mini", `{"model":"o3-mini","max_completion_tokens":7}`, `{"model":"o3-mini","max_completion_tokens":7}`},
+	}
+	for _, tc := range cases {
+		up := newFakeUpstream(t, okJSON(chatOK))
+		srv, _, _ := pipelineGateway(t, up.URL, "")
+		status, _, body := do(t, "POST", srv.URL+"/v1/chat/completions", testAliceKey, tc.body)
+		if status != 200 {
+			t.Fatalf("%s: status %d %s", tc.body, status, body)
+		}
+		if got := string(up.last(t).body); got != tc.want {
+			t.Errorf("upstream body = %s, want %s", got, tc.want)
+		}
+	}
+	// Both fields: the newer one wins and the legacy one is dropped.
+	up := newFakeUpstream(t, okJSON(chatOK))
+	srv, _, _ := pipelineGateway(t, up.URL, "")
+	do(t, "POST", srv.URL+"/v1/chat/completions", testAliceKey, `{"model":"o3-mini","max_tokens":1,"max_completion_tokens":2,"n":12345678901234567890}`)
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(up.last(t).body, &m); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m["max_tokens"]; ok || string(m["max_completion_tokens"]) != "2" || string(m["n"]) != "12345678901234567890" {
+		t.Fatalf("upstream body %s", up.last(t).body)
+	}
+}
+
+func TestIsReasoningModel(t *testing.T) {
+	yes := []string{"o1", "o1-mini", "o3", "o3-mini-2025-01-31", "o4-mini", "gpt-5", "gpt-5-mini", "gpt-5.1", "openai/o3", "GPT-5"}
+	no := []string{"gpt-4o", "gpt-4.1", "o10", "gpt-50", "claude-3-opus", "omni", ""}
+	for _, m := range yes {
+		if !isReasoningModel(m) {
+			t.Errorf("%q should be a reasoning model", m)
+		}
+	}
+	for _, m := range no {
+		if isReasoningModel(m) {
+			t.Errorf("%q should not be a reasoning model", m)
+		}
+	}
+}
+
+func TestMediaRoutesOpenAI(t *testing.T) {
+	audio := bytes.Repeat([]byte{0, 1, 2, 0xff}, 50000)
+	up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/images/generations":
+			okJSON(`{"created":1,"data":[{"b64_json":"aGk="}]}`)(w, r)
+		case "/v1/audio/speech":
+			w.Header().Set("Content-Type", "audio/mpeg")
+			w.Header().Set("Set-Cookie", "upstream=secret")
+			_, _ = w.Write(audio[:1000])
+			w.(http.Flusher).Flush()
+			_, _ = w.Write(audio[1000:])
+		default:
+			http.NotFound(w, r)
+		}
+	})
+	srv, ul, _ := pipelineGateway(t, up.URL, `"passthroughUnknown": true,`)
+
+	status, _, body := do(t, "POST", srv.URL+"/v1/images/generations", testAliceKey, `{"model":"mock/dall-e-3","prompt":"a cat"}`)
+	if status != 200 || body != `{"created":1,"data":[{"b64_json":"aGk="}]}` {
+		t.Fatalf("images: %d %s", status, body)
+	}
+	if got := string(up.last(t).body); got != `{"model":"dall-e-3","prompt":"a cat"}` {
+		t.Fatalf("images upstream body %s", got)
+	}
+
+	status, hdr, body := do(t, "POST", srv.URL+"/v1/audio/speech", testAliceKey, `{"model":"tts-1","input":"hello","voice":"alloy"}`)
+	if status != 200 || hdr.Get("Content-Type") != "audio/mpeg" || body != string(audio) {
+		t.Fatalf("speech: status %d type %q len %d", status, hdr.Get("Content-Type"), len(body))
+	}
+	if hdr.Get("Set-Cookie") != "" {
+		t.Fatal("an upstream cookie reached the client")
+	}
+	recs := ul.waitFor(t, 2)
+	for i := 0; i < len(recs); i++ {
+		if recs[i].usage.promptTokens != 0 || recs[i].usage.completionTokens != 0 {
+			t.Fatalf("media usage must count no tokens: %+v", recs[i])
+		}
+	}
+	if recs[0].route != "images" || recs[1].route != "audio/speech" {
+		t.Fatalf("routes %q %q", recs[0].route, recs[1].route)
+	}
+}
+
+func TestMediaRoutesUnsupportedProviders(t *testing.T) {
+	up := newFakeUpstream(t, okJSON(`{}`))
+	cfg := `{"passthroughUnknown": true,
+  "providers": {
+    "ant": {"type": "anthropic", "baseUrl": "` + up.URL + `", "apiKey": "k1", "models": ["claude-x"]},
+    "gem": {"type": "gemini", "baseUrl": "` + up.URL + `", "apiKey": "k2", "models": ["gemini-x"]}},
+  "groups": {"all": {}},
+  "users": {"inline": [{"name": "alice", "group": "all", "apiKey": "` + testAliceKey + `"}]}}`
+	srv, _, _ := serveWithUsage(t, cfg)
+	cases := []struct{ path, model string }{
+		{"/v1/images/generations", "claude-x"},
+		{"/v1/audio/speech", "claude-x"},
+		{"/v1/audio/speech", "gemini-x"},
+		{"/v1/embeddings", "claude-x"},
+	}
+	for _, tc := range cases {
+		status, _, body := do(t, "POST", srv.URL+tc.path, testAliceKey, `{"model":"`+tc.model+`","input":"x","prompt":"x"}`)
+		if status != 501 || !strings.Contains(body, "provider_not_supported") || !strings.Contains(body, tc.path) {
+			t.Errorf("%s %s: %d %s", tc.path, tc.model, status, body)
+		}
+	}
+	if up.count() != 0 {
+		t.Fatalf("upstream saw %d requests", up.count())
+	}
+}
+
+func TestUsageFromJSON(t *testing.T) {
+	cases := []struct {
+		name, doc                     string
+		prompt, completion, cacheRead int64
+		reported                      bool
+	}{
+		{"openai", `{"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15,"prompt_tokens_details":{"cached_tokens":4}}}`, 10, 5, 4, true},
+		{"openai null", `{"usage":null}`, 0, 0, 0, false},
+		{"anthropic", `{"usage":{"input_tokens":10,"output_tokens":3,"cache_creation_input_tokens":100,"cache_read_input_tokens":1000}}`, 1110, 3, 1000, true},
+		{"anthropic message_start", `{"type":"message_start","message":{"usage":{"input_tokens":7,"output_tokens":1}}}`, 7, 1, 0, true},
+		{"gemini", `{"usageMetadata":{"promptTokenCount":12,"candidatesTokenCount":4,"thoughtsTokenCount":6,"cachedContentTokenCount":2}}`, 12, 10, 2, true},
+		{"none", `{"choices":[]}`, 0, 0, 0, false},
+		{"not json", `usage`, 0, 0, 0, false},
+	}
+	for _, tc := range cases {
+		var u usage
+		usageFromJSON([]byte(tc.doc), &u)
+		if u.promptTokens != tc.prompt || u.completionTokens != tc.completion || u.cacheReadTokens != tc.cacheRead || u.reported != tc.reported {
+			t.Errorf("%s: got %+v", tc.name, u)
+		}
+	}
+	// Anthropic's stream splits usage: message_delta's output count
+	// overrides message_start's, its absent input count keeps the start's.
+	var u usage
+	usageFromJSON([]byte(`{"type":"message_start","message":{"usage":{"input_tokens":7,"cache_read_input_tokens":3,"output_tokens":1}}}`), &u)
+	usageFromJSON([]byte(`{"type":"message_delta","usage":{"output_tokens":42}}`), &u)
+	if u.promptTokens != 10 || u.completionTokens != 42 {
+		t.Fatalf("anthropic stream fold: %+v", u)
+	}
+}
+
+func TestUnifiedUsageRecords(t *testing.T) {
+	stream := "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n" +
+		"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":2,\"total_tokens\":11}}\n\n" +
+		"data: [DONE]\n\n"
+	up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.Contains(r.Header.Get("Accept"), "stream"):
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, stream)
+		case strings.Contains(r.Header.Get("Accept"), "nousage"):
+			okJSON(`{"choices":[]}`)(w, r)
+		default:
+			okJSON(chatOK)(w, r)
+		}
+	})
+	srv, ul, _ := pipelineGateway(t, up.URL, "")
+	send(t, srv.URL, testRequest{method: "POST", path: "/v1/chat/completions", headers: map[string]string{"Authorization": "Bearer " + testAliceKey, "Accept": "text/event-stream"}, body: `{"model":"m1","stream":true}`})
+	recs := ul.waitFor(t, 1)
+	if u := recs[0].usage; u.promptTokens != 9 || u.completionTokens != 2 || u.estimated || recs[0].user != "alice" || recs[0].model != "m1" {
+		t.Fatalf("stream usage %+v", recs[0])
+	}
+	reqBody := `{"model":"m1","messages":[{"role":"user","content":"0123456789"}]}`
+	send(t, srv.URL, testRequest{method: "POST", path: "/v1/chat/completions", headers: map[string]string{"Authorization": "Bearer " + testAliceKey, "Accept": "application/nousage"}, body: reqBody})
+	recs = ul.waitFor(t, 2)
+	if u := recs[1].usage; !u.estimated || u.promptTokens != int64((len(reqBody)+3)/4) {
+		t.Fatalf("estimated usage %+v, want ceil(%d/4)", u, len(reqBody))
+	}
+}
+
+func TestPassthroughUsageSniffing(t *testing.T) {
+	up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/messages":
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":5,\"cache_read_input_tokens\":5,\"output_tokens\":1}}}\n\n")
+			w.(http.Flusher).Flush()
+			_, _ = io.WriteString(w, "event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":30}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+		case "/v1/chat/completions":
+			okJSON(chatOK)(w, r)
+		default:
+			okJSON(`{"object":"list"}`)(w, r)
+		}
+	})
+	srv, ul, _ := pipelineGateway(t, up.URL, "")
+	resp, body := send(t, srv.URL, testRequest{method: "POST", path: "/mock/v1/chat/completions", headers: bearer(testAliceKey), body: chatReq})
+	if resp.StatusCode != 200 || body != chatOK {
+		t.Fatalf("passthrough changed the body: %d %s", resp.StatusCode, body)
+	}
+	resp, body = send(t, srv.URL, testRequest{method: "POST", path: "/mock/v1/messages", headers: bearer(testAliceKey), body: `{"x":1}`})
+	if resp.StatusCode != 200 || !strings.HasSuffix(body, "data: {\"type\":\"message_stop\"}\n\n") {
+		t.Fatalf("stream: %d %q", resp.StatusCode, body)
+	}
+	nousage := `{"input":"` + strings.Repeat("z", 40) + `"}`
+	send(t, srv.URL, testRequest{method: "POST", path: "/mock/v1/other", headers: bearer(testAliceKey), body: nousage})
+	recs := ul.waitFor(t, 3)
+	if u := recs[0].usage; u.promptTokens != 11 || u.completionTokens != 7 || recs[0].route != "passthrough" {
+		t.Fatalf("json usage %+v", recs[0])
+	}
+	if u := recs[1].usage; u.promptTokens != 10 || u.completionTokens != 30 || u.estimated {
+		t.Fatalf("sse usage %+v", u)
+	}
+	if u := recs[2].usage; !u.estimated || u.promptTokens != int64((len(nousage)+3)/4) {
+		t.Fatalf("estimate %+v for %d request bytes", u, len(nousage))
+	}
+}
