@@ -91,7 +91,12 @@ func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p *providerRunti
 	}
 	rp.ModifyResponse = func(resp *http.Response) error {
 		wd.progress()
-		resp.Body = &progressReadCloser{progressReader: progressReader{r: resp.Body, wd: wd}, c: resp.Body}
+		if resp.ContentLength > maxUpstreamResponseBytes {
+			return errPassthroughTooLarge
+		}
+		// Over the cap mid-body, the read fails and ReverseProxy aborts the
+		// client connection: never a short response that looks complete.
+		resp.Body = &progressReadCloser{progressReader: progressReader{r: &responseCap{r: resp.Body, remaining: maxUpstreamResponseBytes}, wd: wd}, c: resp.Body}
 		if resp.StatusCode >= 300 {
 			redactResponseBody(resp, p.apiKey)
 			return nil
@@ -107,6 +112,10 @@ func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p *providerRunti
 	rp.ErrorHandler = func(rw http.ResponseWriter, req *http.Request, err error) {
 		if body.tooLarge() {
 			writeOpenAIError(rw, errTooLarge(maxPassthroughRequestBytes))
+			return
+		}
+		if err == errPassthroughTooLarge {
+			g.fail(rw, r, errUpstreamTooLarge(p.name))
 			return
 		}
 		g.fail(rw, r, upstreamFailure(p.name, wd, r.Context(), err))
@@ -212,6 +221,26 @@ var (
 	errRequestTooLarge = errors.New("request body too large")
 	errBodyClosed      = errors.New("request body closed: the exchange is over")
 )
+
+var errPassthroughTooLarge = errors.New("upstream response exceeds the size limit")
+
+// responseCap fails the read that takes a response body past its cap.
+type responseCap struct {
+	r         io.Reader
+	remaining int64
+}
+
+func (c *responseCap) Read(b []byte) (int, error) {
+	if c.remaining < 0 {
+		return 0, errPassthroughTooLarge
+	}
+	n, err := c.r.Read(b)
+	c.remaining -= int64(n)
+	if c.remaining < 0 {
+		return 0, errPassthroughTooLarge
+	}
+	return n, err
+}
 
 // close ends the body's use by the transport (see cappedBody).
 func (c *cappedBody) close() {

@@ -349,3 +349,111 @@ func TestPassthroughUsageSniffing(t *testing.T) {
 		t.Fatalf("estimate %+v for %d request bytes", u, len(nousage))
 	}
 }
+
+func transcriptionBody(boundary string, models ...string) string {
+	var b strings.Builder
+	b.WriteString("--" + boundary + "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.wav\"\r\nContent-Type: audio/wav\r\n\r\nRIFF\x00\x01\r\n--not-a-boundary\xff\r\n")
+	for i := 0; i < len(models); i++ {
+		b.WriteString("--" + boundary + "\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\n" + models[i] + "\r\n")
+	}
+	b.WriteString("--" + boundary + "\r\nContent-Disposition: form-data; name=\"language\"\r\n\r\nen\r\n--" + boundary + "--\r\n")
+	return b.String()
+}
+
+func TestTranscriptions(t *testing.T) {
+	up := newFakeUpstream(t, okJSON(`{"text":"hello"}`))
+	srv, ul, _ := pipelineGateway(t, up.URL, `"passthroughUnknown": true,`)
+	post := func(body, contentType string) (int, string) {
+		resp, data := send(t, srv.URL, testRequest{method: "POST", path: "/v1/audio/transcriptions", body: body,
+			headers: map[string]string{"Authorization": "Bearer " + testAliceKey, "Content-Type": contentType}})
+		return resp.StatusCode, data
+	}
+	ct := "multipart/form-data; boundary=XyZ"
+
+	// The model is already the upstream id: replayed byte-for-byte.
+	orig := transcriptionBody("XyZ", "whisper-1")
+	if status, body := post(orig, ct); status != 200 || body != `{"text":"hello"}` {
+		t.Fatalf("status %d body %s", status, body)
+	}
+	last := up.last(t)
+	if string(last.body) != orig || last.header.Get("Content-Type") != ct {
+		t.Fatalf("the unchanged body was not replayed verbatim")
+	}
+	if last.header.Get("Authorization") != "Bearer "+testProviderKey {
+		t.Fatal("provider key not injected")
+	}
+
+	// A provider-prefixed id: rebuilt with only the model part rewritten.
+	if status, body := post(transcriptionBody("XyZ", "mock/whisper-1"), ct); status != 200 {
+		t.Fatalf("prefixed: status %d body %s", status, body)
+	}
+	last = up.last(t)
+	model, e := transcriptionModel(last.header.Get("Content-Type"), last.body)
+	if e != nil || model != "whisper-1" {
+		t.Fatalf("upstream model = %q (%v), want whisper-1", model, e)
+	}
+	if !bytes.Contains(last.body, []byte("RIFF\x00\x01\r\n--not-a-boundary\xff")) || !bytes.Contains(last.body, []byte("\r\n\r\nen\r\n")) {
+		t.Fatalf("other parts not copied verbatim: %q", last.body)
+	}
+	calls := up.count()
+
+	cases := []struct {
+		name, body, contentType string
+		status                  int
+		code                    string
+	}{
+		{"two model fields", transcriptionBody("XyZ", "whisper-1", "whisper-1"), ct, 400, "duplicate_model"},
+		{"no model field", transcriptionBody("XyZ"), ct, 400, "missing_model"},
+		{"not multipart", `{"model":"whisper-1"}`, "application/json", 400, "invalid_content_type"},
+		{"unknown model", transcriptionBody("XyZ", "nope"), ct, 404, "model_not_found"},
+		{"over 10 MiB", transcriptionBody("XyZ", "whisper-1") + strings.Repeat("x", 10<<20), ct, 413, "request_too_large"},
+	}
+	for _, tc := range cases {
+		status, body := post(tc.body, tc.contentType)
+		if status != tc.status || !strings.Contains(body, tc.code) {
+			t.Errorf("%s: status %d body %.200s; want %d %s", tc.name, status, body, tc.status, tc.code)
+		}
+	}
+	if up.count() != calls {
+		t.Fatalf("refused requests reached the upstream")
+	}
+	recs := ul.waitFor(t, 2)
+	if recs[0].route != "audio/transcriptions" || recs[0].usage.promptTokens != 0 {
+		t.Fatalf("record %+v", recs[0])
+	}
+}
+
+func TestPassthroughResponseOverCap(t *testing.T) {
+	chunk := bytes.Repeat([]byte("a"), 1<<20)
+	up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/declared" {
+			w.Header().Set("Content-Length", "33554433")
+			w.WriteHeader(200)
+			return
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		for i := 0; i < 33; i++ {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	})
+	srv, _, _ := pipelineGateway(t, up.URL, "")
+	resp, body := send(t, srv.URL, testRequest{method: "GET", path: "/mock/declared", headers: bearer(testAliceKey)})
+	expectEnvelope(t, resp, body, 502, "server_error", "upstream_response_too_large")
+
+	req, _ := http.NewRequest("GET", srv.URL+"/mock/chunked", nil)
+	req.Header.Set("Authorization", "Bearer "+testAliceKey)
+	r2, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Body.Close()
+	n, err := io.Copy(io.Discard, r2.Body)
+	if err == nil {
+		t.Fatalf("a response cut at the cap read as complete (%d bytes)", n)
+	}
+	if n > maxUpstreamResponseBytes {
+		t.Fatalf("client got %d bytes, over the cap", n)
+	}
+}

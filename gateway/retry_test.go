@@ -18,7 +18,7 @@ import (
 func pipelineGateway(t *testing.T, upstreamURL, extra string) (*httptest.Server, *usageLog, *syncBuffer) {
 	t.Helper()
 	cfg := `{` + extra + `
-  "providers": {"mock": {"type": "openai", "baseUrl": "` + upstreamURL + `", "apiKey": "` + testProviderKey + `", "models": ["m1", "o3-mini", "tts-1", "dall-e-3"]}},
+  "providers": {"mock": {"type": "openai", "baseUrl": "` + upstreamURL + `", "apiKey": "` + testProviderKey + `", "models": ["m1", "o3-mini", "tts-1", "dall-e-3", "whisper-1"]}},
   "groups": {"all": {}},
   "users": {"inline": [{"name": "alice", "group": "all", "apiKey": "` + testAliceKey + `"}]}
 }`

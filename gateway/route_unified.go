@@ -394,9 +394,62 @@ func randomHex(n int) string {
 }
 
 // serveTranscription serves audio/transcriptions: the multipart body is
-// read under a body-admission slot, its model field routed, and the body
-// forwarded (replayed byte-for-byte, or rebuilt with only the model part
-// rewritten when the upstream id differs).
+// read and parsed under a body-admission slot, its model field routed, and
+// the body forwarded — replayed byte-for-byte when the model is the
+// upstream id already, otherwise rebuilt with only the model part
+// rewritten.
 func (g *Gateway) serveTranscription(w http.ResponseWriter, r *http.Request, user *userRuntime) {
-	writeOpenAIError(w, errNotSupported(&providerRuntime{name: "?", kind: "?"}, transcriptionsRoute))
+	route := transcriptionsRoute
+	contentType := r.Header.Get("Content-Type")
+	body, model, e := g.readTranscription(r, contentType)
+	if e != nil {
+		writeOpenAIError(w, e)
+		return
+	}
+	resolved, e := g.resolveModel(user, model)
+	if e != nil {
+		writeOpenAIError(w, e)
+		return
+	}
+	p := resolved.provider
+	if !adapterFor(p.kind).transcriptions {
+		writeOpenAIError(w, errNotSupported(p, route))
+		return
+	}
+	if resolved.model != model {
+		body, contentType, e = rewriteMultipartModel(contentType, body, resolved.model)
+		if e != nil {
+			writeOpenAIError(w, e)
+			return
+		}
+	}
+	o := &outbound{provider: p, method: http.MethodPost, url: p.baseURL + route.path, body: body,
+		contentType: contentType, accept: r.Header.Get("Accept"), readWhole: true}
+	x, e := g.send(r, o)
+	if e != nil {
+		g.fail(w, r, e)
+		return
+	}
+	defer x.done()
+	g.recordUsage(usageRecord{user: userName(user), provider: p.name, model: resolved.model, route: route.name})
+	copyResponseHeaders(w.Header(), x.resp.Header)
+	writeJSONResponse(w, x.resp.StatusCode, x.data)
+}
+
+// readTranscription reads the multipart body (10 MiB cap, 413 over it)
+// and finds its single model field, under a body-admission slot.
+func (g *Gateway) readTranscription(r *http.Request, contentType string) ([]byte, string, *apiError) {
+	if !g.admission.acquire() {
+		return nil, "", errBodyCapacity()
+	}
+	defer g.admission.release()
+	body, e := readRequestBody(r, transcriptionsRoute.maxBodyBytes)
+	if e != nil {
+		return nil, "", e
+	}
+	model, e := transcriptionModel(contentType, body)
+	if e != nil {
+		return nil, "", e
+	}
+	return body, model, nil
 }
