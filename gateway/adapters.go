@@ -3,7 +3,9 @@ package gateway
 import (
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
+	"time"
 )
 
 // routeHandler serves one unified route against one provider type.
@@ -40,9 +42,88 @@ var (
 		speech:         openAISpeech,
 		transcriptions: true,
 	}
-	anthropicAdapter = &providerAdapter{}
-	geminiAdapter    = &providerAdapter{}
+	anthropicAdapter = &providerAdapter{
+		chat: func(g *Gateway, w http.ResponseWriter, r *http.Request, c *unifiedCall) {
+			anthropicChat.serve(g, w, r, c)
+		},
+	}
+	geminiAdapter = &providerAdapter{
+		chat: func(g *Gateway, w http.ResponseWriter, r *http.Request, c *unifiedCall) {
+			geminiChat.serve(g, w, r, c)
+		},
+		embeddings: geminiEmbeddings,
+		images:     geminiImages,
+	}
+
+	anthropicChat = &chatTranslation{
+		request: anthropicChatRequest,
+		url: func(p *providerRuntime, model string, stream bool) string {
+			return p.baseURL + "/v1/messages"
+		},
+		response: anthropicChatResponse,
+		stream:   newAnthropicStream,
+	}
+	geminiChat = &chatTranslation{
+		request: func(body []byte, model string) ([]byte, bool, *apiError) {
+			return geminiChatRequest(body)
+		},
+		url: func(p *providerRuntime, model string, stream bool) string {
+			if stream {
+				return geminiModelURL(p, model, "streamGenerateContent") + "?alt=sse"
+			}
+			return geminiModelURL(p, model, "generateContent")
+		},
+		response: geminiChatResponse,
+		stream:   newGeminiStream,
+	}
 )
+
+// geminiModelURL is {base}/v1beta/models/{model}:{method}; the model id
+// is path-escaped so it cannot add path segments or a query.
+func geminiModelURL(p *providerRuntime, model, method string) string {
+	return p.baseURL + "/v1beta/models/" + url.PathEscape(model) + ":" + method
+}
+
+// geminiEmbeddings maps OpenAI embeddings to :embedContent (one input)
+// or :batchEmbedContents (a list).
+func geminiEmbeddings(g *Gateway, w http.ResponseWriter, r *http.Request, c *unifiedCall) {
+	body, batch, e := geminiEmbedRequest(c.req.raw, c.model)
+	if e != nil {
+		writeOpenAIError(w, e)
+		return
+	}
+	method := "embedContent"
+	if batch {
+		method = "batchEmbedContents"
+	}
+	tc := c.translateContext()
+	g.translatedJSON(w, r, c, geminiModelURL(c.provider, c.model, method), body, func(data []byte) ([]byte, usage, *apiError) {
+		out, u, e := geminiEmbedResponse(data, tc, batch)
+		if e == nil && geminiEmbedWantsBase64(c.req.raw) {
+			// The official SDKs ask for base64 by default.
+			out, e = geminiEmbedBase64(out)
+		}
+		if e == nil && !u.reported {
+			u = estimateUsage(len(c.req.raw))
+		}
+		return out, u, e
+	})
+}
+
+// geminiImages maps images/generations to Imagen's :predict. Images are
+// request-counted only: no tokens, no cost.
+func geminiImages(g *Gateway, w http.ResponseWriter, r *http.Request, c *unifiedCall) {
+	body, e := geminiImageRequest(c.req.raw)
+	if e != nil {
+		writeOpenAIError(w, e)
+		return
+	}
+	created := time.Now().Unix()
+	g.translatedJSON(w, r, c, geminiModelURL(c.provider, c.model, "predict"), body, func(data []byte) ([]byte, usage, *apiError) {
+		out, e := geminiImageResponse(data, created)
+		return out, usage{}, e
+	})
+}
 
 func adapterFor(kind string) *providerAdapter {
 	switch kind {

@@ -268,7 +268,8 @@ func TestUnifiedNonOpenAIProvider(t *testing.T) {
 	cfg := `{"providers":{"ant":{"type":"anthropic","baseUrl":"http://127.0.0.1:9","apiKey":"sk-ant-x","models":["claude"]}},
 	"groups":{"g":{}},"users":{"inline":[{"name":"u","group":"g","apiKey":"sk-u"}]}}`
 	srv, _ := newTestGateway(t, cfg, nil)
-	resp, body := send(t, srv.URL, testRequest{path: "/v1/chat/completions", body: `{"model":"claude"}`, headers: bearer("sk-u")})
+	// Anthropic has no embeddings endpoint.
+	resp, body := send(t, srv.URL, testRequest{path: "/v1/embeddings", body: `{"model":"claude","input":"x"}`, headers: bearer("sk-u")})
 	expectEnvelope(t, resp, body, 501, "invalid_request_error", "provider_not_supported")
 }
 

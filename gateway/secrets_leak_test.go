@@ -131,7 +131,9 @@ func TestSecretsNeverLeakUnified(t *testing.T) {
 		{"unknown_route", testRequest{method: "GET", path: "/v1/nothing", headers: bearer(leakUserLiteral)}, 404},
 		{"wrong_method", testRequest{method: "GET", path: "/v1/chat/completions", headers: bearer(leakUserLiteral)}, 405},
 		{"upstream_500_echoes_provider_key", testRequest{path: "/v1/chat/completions", body: `{"model":"m-echo"}`, headers: bearer(leakUserLiteral)}, 500},
-		{"provider_not_supported", testRequest{path: "/v1/chat/completions", body: `{"model":"g"}`, headers: bearer(leakUserLiteral)}, 501},
+		{"provider_not_supported", testRequest{path: "/v1/audio/speech", body: `{"model":"g"}`, headers: bearer(leakUserLiteral)}, 501},
+		{"translated_upstream_stall", testRequest{path: "/v1/chat/completions", body: `{"model":"g","messages":[{"role":"user","content":"hi"}]}`, headers: bearer(leakUserLiteral)}, 502},
+		{"translation_refused", testRequest{path: "/v1/chat/completions", body: `{"model":"g","messages":[{"role":"user","content":"hi"}],"logit_bias":{"1":2}}`, headers: bearer(leakUserLiteral)}, 400},
 		{"upstream_stall", testRequest{path: "/v1/chat/completions", body: `{"model":"m-stall"}`, headers: bearer(leakUserLiteral)}, 502},
 		{"stream_truncated", testRequest{path: "/v1/chat/completions", body: `{"model":"m-cut","stream":true}`, headers: bearer(leakUserFile)}, 200},
 	}

@@ -1,0 +1,170 @@
+package gateway
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"strconv"
+	"testing"
+)
+
+// Translation benchmarks: the pure translators (no HTTP), so the numbers
+// are the translation cost alone. The stream benchmarks push a 500-delta
+// upstream stream through the SSE reader and the translator one event at
+// a time, as the pipeline does, and report bytes of output per op.
+
+var benchTranslateRequest = []byte(`{"model":"m","messages":[{"role":"system","content":"Be terse."},` +
+	`{"role":"user","content":"What is the weather in Paris and in Rome? Answer briefly, please."},` +
+	`{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},` +
+	`{"role":"tool","tool_call_id":"call_1","content":"{\"temp\":21}"},` +
+	`{"role":"user","content":[{"type":"text","text":"And Rome?"}]}],` +
+	`"tools":[{"type":"function","function":{"name":"get_weather","description":"Current weather","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}],` +
+	`"temperature":0.2,"max_tokens":512}`)
+
+const benchAnthropicResponse = `{"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[{"type":"text","text":"Rome is sunny, 24 degrees."},{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Rome"}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":120,"output_tokens":30,"cache_creation_input_tokens":0,"cache_read_input_tokens":64}}`
+
+const benchGeminiResponse = `{"candidates":[{"content":{"role":"model","parts":[{"text":"Rome is sunny, 24 degrees."},{"functionCall":{"name":"get_weather","args":{"city":"Rome"}}}]},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":120,"candidatesTokenCount":30,"totalTokenCount":150},"modelVersion":"gemini-x"}`
+
+func benchTC() translateContext {
+	return translateContext{requestedModel: "alias", upstreamModel: "m", created: 1700000000, includeUsage: true, idFallback: "chatcmpl-bench"}
+}
+
+func BenchmarkTranslateRequest(b *testing.B) {
+	b.Run("anthropic", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if _, _, e := anthropicChatRequest(benchTranslateRequest, "claude-x"); e != nil {
+				b.Fatal(e)
+			}
+		}
+	})
+	b.Run("gemini", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if _, _, e := geminiChatRequest(benchTranslateRequest); e != nil {
+				b.Fatal(e)
+			}
+		}
+	})
+}
+
+func BenchmarkTranslateResponse(b *testing.B) {
+	b.Run("anthropic", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if _, _, e := anthropicChatResponse([]byte(benchAnthropicResponse), benchTC()); e != nil {
+				b.Fatal(e)
+			}
+		}
+	})
+	b.Run("gemini", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if _, _, e := geminiChatResponse([]byte(benchGeminiResponse), benchTC()); e != nil {
+				b.Fatal(e)
+			}
+		}
+	})
+}
+
+// benchAnthropicStream is a 500-delta Anthropic stream.
+var benchAnthropicStream = func() []byte {
+	var b bytes.Buffer
+	b.WriteString("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-x\",\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":12,\"output_tokens\":1}}}\n\n")
+	b.WriteString("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n")
+	for i := 0; i < 500; i++ {
+		b.WriteString("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"token" + strconv.Itoa(i) + " \"}}\n\n")
+	}
+	b.WriteString("event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n")
+	b.WriteString("event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":500}}\n\n")
+	b.WriteString("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+	return b.Bytes()
+}()
+
+// benchGeminiStream is a 500-delta Gemini stream.
+var benchGeminiStream = func() []byte {
+	var b bytes.Buffer
+	for i := 0; i < 500; i++ {
+		b.WriteString("data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"token" + strconv.Itoa(i) + " \"}]},\"index\":0}]}\n\n")
+	}
+	b.WriteString("data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"\"}]},\"finishReason\":\"STOP\",\"index\":0}],\"usageMetadata\":{\"promptTokenCount\":12,\"candidatesTokenCount\":500,\"totalTokenCount\":512}}\n\n")
+	return b.Bytes()
+}()
+
+// translateStream drives one stream through the reader and translator the
+// way relayTranslated does, writing each translated batch out at once.
+func translateStream(b *testing.B, in []byte, st streamTranslator) int {
+	rd := newSSEReader(bytes.NewReader(in), maxUpstreamResponseBytes)
+	n := 0
+	for {
+		ev, err := rd.next()
+		if err == io.EOF {
+			out, e := st.finish()
+			if e != nil {
+				b.Fatal(e)
+			}
+			n += len(out)
+			return n
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		out, e := st.event(ev)
+		if e != nil {
+			b.Fatal(e)
+		}
+		n += len(out)
+	}
+}
+
+func BenchmarkTranslateStream500(b *testing.B) {
+	b.Run("anthropic", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(benchAnthropicStream)))
+		for i := 0; i < b.N; i++ {
+			if translateStream(b, benchAnthropicStream, newAnthropicStream(benchTC())) == 0 {
+				b.Fatal("no output")
+			}
+		}
+	})
+	b.Run("gemini", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(benchGeminiStream)))
+		for i := 0; i < b.N; i++ {
+			if translateStream(b, benchGeminiStream, newGeminiStream(benchTC())) == 0 {
+				b.Fatal("no output")
+			}
+		}
+	})
+	// The openai relay of the same number of events, for comparison.
+	b.Run("openai-relay", func(b *testing.B) {
+		var in bytes.Buffer
+		for i := 0; i < 500; i++ {
+			in.WriteString("data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"token" + strconv.Itoa(i) + " \"},\"finish_reason\":null}]}\n\n")
+		}
+		in.WriteString("data: [DONE]\n\n")
+		data := in.Bytes()
+		b.ReportAllocs()
+		b.SetBytes(int64(len(data)))
+		for i := 0; i < b.N; i++ {
+			w := &discardFlusher{}
+			res := relaySSE(w, bytes.NewReader(data), maxUpstreamResponseBytes, nil)
+			if !res.sawDone {
+				b.Fatal("no [DONE]")
+			}
+		}
+	})
+}
+
+// discardFlusher is a ResponseWriter that drops what it is given.
+type discardFlusher struct{ h http.Header }
+
+func (d *discardFlusher) Header() http.Header {
+	if d.h == nil {
+		d.h = http.Header{}
+	}
+	return d.h
+}
+func (d *discardFlusher) Write(p []byte) (int, error) { return len(p), nil }
+func (d *discardFlusher) WriteHeader(int)             {}
+func (d *discardFlusher) Flush()                      {}
