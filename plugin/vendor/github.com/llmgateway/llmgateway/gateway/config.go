@@ -37,6 +37,26 @@ type Config struct {
 	// default "5m"): the longest the gateway waits for response headers,
 	// and the longest it waits between two reads of a response body.
 	RequestTimeout string `json:"requestTimeout"`
+	// Retry enables same-provider retry of transient upstream failures on
+	// the unified and media routes. Default: off (one attempt).
+	Retry *RetryConfig `json:"retry"`
+	// MaxInFlightBodyRequests caps how many unified/media requests may be
+	// reading and decoding their body at once (0: self-tuned from
+	// GOMAXPROCS; larger than 10000 is clamped to 10000).
+	MaxInFlightBodyRequests int `json:"maxInFlightBodyRequests"`
+}
+
+// RetryConfig configures same-provider retry.
+type RetryConfig struct {
+	// Enabled turns retry on. Default false: exactly one attempt.
+	Enabled bool `json:"enabled"`
+	// Attempts is the number of retries after the first try (1-3,
+	// default 1; 0 means the default).
+	Attempts int `json:"attempts"`
+	// Backoff is the base wait before the first retry (Go duration,
+	// default "250ms"); it doubles per retry, capped at 2s, with equal
+	// jitter.
+	Backoff string `json:"backoff"`
 }
 
 // ProviderConfig describes one upstream provider.

@@ -87,6 +87,9 @@ type compiledConfig struct {
 	aliasNames         []string // sorted
 	breaker            breakerSettings
 	modelMeta          map[string]*ModelMetaConfig
+	retry              retrySettings
+	bodySlots          int // body-admission semaphore size
+	bodySlotsClamped   bool
 }
 
 // compileConfig validates cfg and builds its runtime form. Every error
@@ -102,6 +105,12 @@ func compileConfig(cfg *Config) (*compiledConfig, error) {
 	}
 	c.requestTimeout = timeout
 	if err := c.compileProviders(cfg.Providers); err != nil {
+		return nil, err
+	}
+	if c.retry, err = compileRetry(cfg.Retry); err != nil {
+		return nil, err
+	}
+	if c.bodySlots, c.bodySlotsClamped, err = compileBodySlots(cfg.MaxInFlightBodyRequests); err != nil {
 		return nil, err
 	}
 	if c.breaker, err = compileBreaker(cfg.Breaker); err != nil {

@@ -31,7 +31,10 @@ type Gateway struct {
 	discovery *discoverer
 	rebuildMu sync.Mutex
 	transport *http.Transport
+	admission *bodyAdmission
 	started   time.Time
+	// usageHook, when set (tests), sees every usage record.
+	usageHook func(usageRecord)
 }
 
 // New validates cfg, compiles it into the gateway's immutable runtime
@@ -54,7 +57,11 @@ func New(next http.Handler, cfg *Config, opts Options) (*Gateway, error) {
 		users:     newUserDirectory(compiled, log),
 		warnings:  warnings,
 		transport: newUpstreamTransport(),
+		admission: newBodyAdmission(compiled.bodySlots),
 		started:   time.Now(),
+	}
+	if compiled.bodySlotsClamped {
+		log.warnf("maxInFlightBodyRequests is above %d; clamped to %d", maxBodySlots, maxBodySlots)
 	}
 
 	if next == nil {
@@ -79,6 +86,12 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.serveUnified(w, r, chatRoute)
 	case p == "/v1/embeddings":
 		g.serveUnified(w, r, embeddingsRoute)
+	case p == "/v1/images/generations":
+		g.serveUnified(w, r, imagesRoute)
+	case p == "/v1/audio/speech":
+		g.serveUnified(w, r, speechRoute)
+	case p == "/v1/audio/transcriptions":
+		g.serveUnified(w, r, transcriptionsRoute)
 	case p == "/v1/models" || strings.HasPrefix(p, "/v1/models/"):
 		g.serveModels(w, r)
 	default:

@@ -15,6 +15,16 @@ type jsonRequest struct {
 	model      string
 	modelStart int // byte span of the model value (including quotes)
 	modelEnd   int
+	// stream is true when the top-level "stream" is the literal true.
+	stream bool
+	// includeUsage is stream_options.include_usage.
+	includeUsage bool
+	// maxTokensKey is the byte span of the top-level "max_tokens" key
+	// (with its quotes), or -1; hasMaxCompletionTokens notes the newer
+	// field.
+	maxTokensKeyStart      int
+	maxTokensKeyEnd        int
+	hasMaxCompletionTokens bool
 }
 
 // parseJSONRequest validates that body is one JSON object and locates
@@ -35,16 +45,31 @@ func parseJSONRequest(body []byte) (*jsonRequest, *apiError) {
 	if i >= len(body) || body[i] != '{' {
 		return nil, errBadRequest("invalid_json", "request body must be a JSON object")
 	}
-	req := &jsonRequest{raw: body, modelStart: -1}
+	req := &jsonRequest{raw: body, modelStart: -1, maxTokensKeyStart: -1}
 	i = skipSpace(body, i+1)
 	for i < len(body) && body[i] != '}' {
 		keyEnd := endOfString(body, i)
 		key := decodeKey(body[i : keyEnd+1])
 		valueStart := skipSpace(body, skipSpace(body, keyEnd+1)+1) // past ':'
 		valueEnd := endOfValue(body, valueStart)
-		if strings.EqualFold(key, "model") {
-			if e := req.setModel(key, valueStart, valueEnd); e != nil {
-				return nil, e
+		switch key {
+		case "stream":
+			req.stream = string(body[valueStart:valueEnd]) == "true"
+		case "stream_options":
+			var opts struct {
+				IncludeUsage bool `json:"include_usage"`
+			}
+			_ = json.Unmarshal(body[valueStart:valueEnd], &opts)
+			req.includeUsage = opts.IncludeUsage
+		case "max_tokens":
+			req.maxTokensKeyStart, req.maxTokensKeyEnd = i, keyEnd+1
+		case "max_completion_tokens":
+			req.hasMaxCompletionTokens = true
+		default:
+			if strings.EqualFold(key, "model") {
+				if e := req.setModel(key, valueStart, valueEnd); e != nil {
+					return nil, e
+				}
 			}
 		}
 		i = skipSpace(body, valueEnd)
@@ -86,6 +111,62 @@ func (j *jsonRequest) withModel(model string) []byte {
 	out = append(out, quoted...)
 	out = append(out, j.raw[j.modelEnd:]...)
 	return out
+}
+
+// forOpenAI returns the body for an openai-type upstream: the model
+// rewritten and, for a reasoning model (o1/o3/o4/gpt-5 families), the
+// "max_tokens" key renamed to "max_completion_tokens" (the only field
+// those models accept). Every other byte is unchanged.
+func (j *jsonRequest) forOpenAI(model string) []byte {
+	if j.maxTokensKeyStart < 0 || !isReasoningModel(model) {
+		return j.withModel(model)
+	}
+	if j.hasMaxCompletionTokens {
+		// Both present: the newer field wins; drop the legacy one.
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(j.withModel(model), &m); err != nil {
+			return j.withModel(model)
+		}
+		delete(m, "max_tokens")
+		out, err := json.Marshal(m)
+		if err != nil {
+			return j.withModel(model)
+		}
+		return out
+	}
+	quoted, _ := json.Marshal(model)
+	key := []byte(`"max_completion_tokens"`)
+	out := make([]byte, 0, len(j.raw)+len(quoted)+len(key))
+	if j.maxTokensKeyStart < j.modelStart {
+		out = append(out, j.raw[:j.maxTokensKeyStart]...)
+		out = append(out, key...)
+		out = append(out, j.raw[j.maxTokensKeyEnd:j.modelStart]...)
+		out = append(out, quoted...)
+		return append(out, j.raw[j.modelEnd:]...)
+	}
+	out = append(out, j.raw[:j.modelStart]...)
+	out = append(out, quoted...)
+	out = append(out, j.raw[j.modelEnd:j.maxTokensKeyStart]...)
+	out = append(out, key...)
+	return append(out, j.raw[j.maxTokensKeyEnd:]...)
+}
+
+// isReasoningModel names OpenAI's reasoning families, which take
+// max_completion_tokens instead of max_tokens. A vendor prefix
+// ("openai/o3") is ignored.
+func isReasoningModel(model string) bool {
+	if i := strings.LastIndexByte(model, '/'); i >= 0 {
+		model = model[i+1:]
+	}
+	model = strings.ToLower(model)
+	families := []string{"o1", "o3", "o4", "gpt-5"}
+	for i := 0; i < len(families); i++ {
+		f := families[i]
+		if model == f || strings.HasPrefix(model, f+"-") || strings.HasPrefix(model, f+".") {
+			return true
+		}
+	}
+	return false
 }
 
 // The helpers below assume valid JSON (checked first by json.Valid).

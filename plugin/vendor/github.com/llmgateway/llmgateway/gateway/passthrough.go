@@ -9,6 +9,8 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // passthroughTarget splits "/{provider}/{rest}" when {provider} names a
@@ -63,12 +65,12 @@ func (g *Gateway) servePassthrough(w http.ResponseWriter, r *http.Request, p *pr
 		}
 	}
 	_ = http.NewResponseController(w).EnableFullDuplex()
-	g.proxy(w, r, p, body)
+	g.proxy(w, r, p, body, user)
 }
 
 // proxy runs one native passthrough exchange through
 // httputil.ReverseProxy, under the provider's progress watchdog.
-func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p *providerRuntime, body *cappedBody) {
+func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p *providerRuntime, body *cappedBody, user *userRuntime) {
 	target := passthroughURL(p, r.URL)
 	ctx, wd := startWatchdog(r.Context(), p.timeout)
 	defer wd.stop()
@@ -89,20 +91,37 @@ func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p *providerRunti
 	}
 	rp.ModifyResponse = func(resp *http.Response) error {
 		wd.progress()
-		resp.Body = &progressReadCloser{progressReader: progressReader{r: resp.Body, wd: wd}, c: resp.Body}
+		if resp.ContentLength > maxUpstreamResponseBytes {
+			return errPassthroughTooLarge
+		}
+		// Over the cap mid-body, the read fails and ReverseProxy aborts the
+		// client connection: never a short response that looks complete.
+		resp.Body = &progressReadCloser{progressReader: progressReader{r: &responseCap{r: resp.Body, remaining: maxUpstreamResponseBytes}, wd: wd}, c: resp.Body}
 		if resp.StatusCode >= 300 {
 			redactResponseBody(resp, p.apiKey)
+			return nil
 		}
+		resp.Body = newUsageSniffer(resp.Body, resp.Header.Get("Content-Type"), func(u usage, streamed bool) {
+			if !u.reported && !streamed {
+				u = estimateUsage(int(body.sent.Load()))
+			}
+			g.recordUsage(usageRecord{user: userName(user), provider: p.name, route: "passthrough", usage: u})
+		})
 		return nil
 	}
 	rp.ErrorHandler = func(rw http.ResponseWriter, req *http.Request, err error) {
-		if body.exceeded {
+		if body.tooLarge() {
 			writeOpenAIError(rw, errTooLarge(maxPassthroughRequestBytes))
+			return
+		}
+		if err == errPassthroughTooLarge {
+			g.fail(rw, r, errUpstreamTooLarge(p.name))
 			return
 		}
 		g.fail(rw, r, upstreamFailure(p.name, wd, r.Context(), err))
 	}
 	rp.ServeHTTP(w, in)
+	body.close()
 }
 
 // passthroughURL builds the upstream URL for /{provider}/{rest}: the
@@ -144,6 +163,7 @@ func checkPassthroughModel(r *http.Request, body *cappedBody, grants []*grant, p
 	}
 	body.r = bytes.NewReader(data)
 	body.remaining = maxPassthroughRequestBytes
+	body.sent.Store(0)
 	model, ok := singleTopLevelModel(data)
 	if !ok || !anyGrantAllowsModel(grants, provider, model) {
 		return denied
@@ -181,21 +201,73 @@ func redactResponseBody(resp *http.Response, secret string) {
 
 // cappedBody fails the read that would take a request body past its cap,
 // so an oversized chunked body is refused rather than cut short.
+//
+// It is also the fence between the transport and the server: the
+// transport may still be reading the request body after the response came
+// back (an upstream can answer before consuming the upload), and
+// net/http panics if the server then reads the same connection. close
+// waits for a read in flight and makes every later read fail.
 type cappedBody struct {
+	mu        sync.Mutex
 	r         io.Reader
 	remaining int64
 	exceeded  bool
-	wd        *watchdog // fed by upload progress once the call starts
+	closed    bool
+	wd        *watchdog    // fed by upload progress once the call starts
+	sent      atomic.Int64 // bytes handed to the transport (lock-free)
 }
 
-var errRequestTooLarge = errors.New("request body too large")
+var (
+	errRequestTooLarge = errors.New("request body too large")
+	errBodyClosed      = errors.New("request body closed: the exchange is over")
+)
+
+var errPassthroughTooLarge = errors.New("upstream response exceeds the size limit")
+
+// responseCap fails the read that takes a response body past its cap.
+type responseCap struct {
+	r         io.Reader
+	remaining int64
+}
+
+func (c *responseCap) Read(b []byte) (int, error) {
+	if c.remaining < 0 {
+		return 0, errPassthroughTooLarge
+	}
+	n, err := c.r.Read(b)
+	c.remaining -= int64(n)
+	if c.remaining < 0 {
+		return 0, errPassthroughTooLarge
+	}
+	return n, err
+}
+
+// close ends the body's use by the transport (see cappedBody).
+func (c *cappedBody) close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+}
+
+// tooLarge reports whether the body passed its cap.
+func (c *cappedBody) tooLarge() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.exceeded
+}
 
 func (c *cappedBody) Read(b []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return 0, errBodyClosed
+	}
 	n, err := c.r.Read(b)
 	if n > 0 && c.wd != nil {
 		c.wd.progress()
 	}
 	c.remaining -= int64(n)
+	c.sent.Add(int64(n))
 	if c.remaining < 0 {
 		c.exceeded = true
 		return 0, errRequestTooLarge

@@ -1,61 +1,109 @@
 package gateway
 
 import (
-	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
+)
+
+// routeKind names a unified route's pipeline.
+type routeKind int
+
+const (
+	routeChat routeKind = iota
+	routeEmbeddings
+	routeImages
+	routeSpeech
+	routeTranscriptions
 )
 
 // unifiedRoute is the data that distinguishes one OpenAI-shaped metered
 // route from another; the stages are shared (serveUnified).
 type unifiedRoute struct {
-	path         string // client-facing and upstream path
-	streamable   bool   // the upstream may answer with text/event-stream
+	kind         routeKind
+	name         string // accounting name, e.g. "chat/completions"
+	path         string // client-facing path; also the openai upstream path
 	maxBodyBytes int64
 }
 
+const maxMediaRequestBytes = 10 << 20
+
 var (
-	chatRoute       = &unifiedRoute{path: "/v1/chat/completions", streamable: true, maxBodyBytes: maxUnifiedRequestBytes}
-	embeddingsRoute = &unifiedRoute{path: "/v1/embeddings", maxBodyBytes: maxUnifiedRequestBytes}
+	chatRoute           = &unifiedRoute{kind: routeChat, name: "chat/completions", path: "/v1/chat/completions", maxBodyBytes: maxUnifiedRequestBytes}
+	embeddingsRoute     = &unifiedRoute{kind: routeEmbeddings, name: "embeddings", path: "/v1/embeddings", maxBodyBytes: maxUnifiedRequestBytes}
+	imagesRoute         = &unifiedRoute{kind: routeImages, name: "images", path: "/v1/images/generations", maxBodyBytes: maxMediaRequestBytes}
+	speechRoute         = &unifiedRoute{kind: routeSpeech, name: "audio/speech", path: "/v1/audio/speech", maxBodyBytes: maxMediaRequestBytes}
+	transcriptionsRoute = &unifiedRoute{kind: routeTranscriptions, name: "audio/transcriptions", path: "/v1/audio/transcriptions", maxBodyBytes: maxMediaRequestBytes}
 )
 
+// unifiedCall is one request on a unified route once its model resolved.
+type unifiedCall struct {
+	route    *unifiedRoute
+	user     *userRuntime
+	provider *providerRuntime
+	model    string // the provider's own model id
+	req      *jsonRequest
+}
+
+// translateContext builds the response translators' context.
+func (c *unifiedCall) translateContext() translateContext {
+	return translateContext{
+		requestedModel: c.req.model,
+		upstreamModel:  c.model,
+		created:        time.Now().Unix(),
+		includeUsage:   c.req.includeUsage,
+		idFallback:     "chatcmpl-" + randomHex(12),
+	}
+}
+
+func (c *unifiedCall) record(g *Gateway, u usage) {
+	g.recordUsage(usageRecord{user: userName(c.user), provider: c.provider.name, model: c.model, route: c.route.name, usage: u})
+}
+
 // serveUnified runs the pipeline every unified route shares:
-// identify → read body → resolve and authorize the model → call the
-// provider → relay the response.
-func (g *Gateway) serveUnified(w http.ResponseWriter, r *http.Request, unified *unifiedRoute) {
+// identify → read body (under a body-admission slot) → resolve and
+// authorize the model → call the provider's adapter → relay.
+func (g *Gateway) serveUnified(w http.ResponseWriter, r *http.Request, route *unifiedRoute) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		writeOpenAIError(w, errMethodNotAllowed(r.Method, unified.path, http.MethodPost))
+		writeOpenAIError(w, errMethodNotAllowed(r.Method, route.path, http.MethodPost))
 		return
 	}
 	user := g.authenticate(w, r)
 	if user == nil {
 		return
 	}
-	body, e := readRequestBody(r, unified.maxBodyBytes)
+	if route.kind == routeTranscriptions {
+		g.serveTranscription(w, r, user)
+		return
+	}
+	req, e := g.readAdmitted(r, route.maxBodyBytes)
 	if e != nil {
 		writeOpenAIError(w, e)
 		return
 	}
-	req, e := parseJSONRequest(body)
+	resolved, e := g.resolveModel(user, req.model)
 	if e != nil {
 		writeOpenAIError(w, e)
 		return
 	}
-	route, e := g.resolveModel(user, req.model)
-	if e != nil {
-		writeOpenAIError(w, e)
+	c := &unifiedCall{route: route, user: user, provider: resolved.provider, model: resolved.model, req: req}
+	adapter := adapterFor(c.provider.kind)
+	handler := adapter.handler(route.kind)
+	if handler == nil {
+		writeOpenAIError(w, errNotSupported(c.provider, route))
 		return
 	}
-	provider := route.provider
-	if provider.kind != providerOpenAI {
-		writeOpenAIError(w, newError(http.StatusNotImplemented, "invalid_request_error", "provider_not_supported",
-			"provider \""+provider.name+"\" is of type "+provider.kind+": translation to it is not available yet on "+unified.path))
-		return
-	}
-	g.callOpenAI(w, r, unified, provider, req.withModel(route.model))
+	handler(g, w, r, c)
+}
+
+func errNotSupported(p *providerRuntime, route *unifiedRoute) *apiError {
+	return newError(http.StatusNotImplemented, "invalid_request_error", "provider_not_supported",
+		"provider \""+p.name+"\" is of type "+p.kind+", which has no "+route.path+" endpoint")
 }
 
 // resolveModel routes a client model id (alias, "provider/model" or
@@ -88,72 +136,62 @@ func readRequestBody(r *http.Request, limit int64) ([]byte, *apiError) {
 	return body, nil
 }
 
-// callOpenAI sends body to an openai-type provider and relays the answer:
-// an event stream event by event, a JSON body whole, a non-2xx status
-// wrapped in the gateway's envelope.
-func (g *Gateway) callOpenAI(w http.ResponseWriter, r *http.Request, route *unifiedRoute, p *providerRuntime, body []byte) {
-	ctx, wd := startWatchdog(r.Context(), p.timeout)
-	defer wd.stop()
-	out, err := http.NewRequestWithContext(ctx, http.MethodPost, p.baseURL+route.path, bytes.NewReader(body))
-	if err != nil {
-		g.fail(w, r, upstreamFailure(p.name, wd, r.Context(), err))
+// forwardOpenAI sends an OpenAI-shaped body to an openai-type provider's
+// own path for the route and relays the answer: an event stream event by
+// event, a JSON body whole, a non-2xx status wrapped in the envelope.
+func (g *Gateway) forwardOpenAI(w http.ResponseWriter, r *http.Request, c *unifiedCall, body []byte) {
+	stream := c.route.kind == routeChat && c.req.stream
+	o := &outbound{provider: c.provider, method: http.MethodPost, url: c.provider.baseURL + c.route.path,
+		body: body, contentType: "application/json", accept: r.Header.Get("Accept"), readWhole: !stream}
+	x, e := g.send(r, o)
+	if e != nil {
+		g.fail(w, r, e)
 		return
 	}
-	out.Header.Set("Content-Type", "application/json")
-	if accept := r.Header.Get("Accept"); accept != "" {
-		out.Header.Set("Accept", accept)
-	}
-	p.injectAuth(out.Header)
-	resp, err := g.transport.RoundTrip(out)
-	if err != nil {
-		g.fail(w, r, upstreamFailure(p.name, wd, r.Context(), err))
+	defer x.done()
+	if stream && isEventStream(x.resp.Header) {
+		g.relayStream(w, r, c, x)
 		return
 	}
-	wd.progress()
-	defer resp.Body.Close()
-	respBody := &progressReader{r: resp.Body, wd: wd}
-	switch {
-	case resp.StatusCode < 200 || resp.StatusCode > 299:
-		g.fail(w, r, upstreamHTTPError(p, resp, respBody))
-	case route.streamable && isEventStream(resp.Header):
-		g.relayStream(w, r, p, resp, respBody, wd)
-	default:
-		g.relayJSON(w, r, p, resp, respBody, wd)
+	data := x.data
+	if data == nil {
+		var tooBig bool
+		var err error
+		data, tooBig, err = readCapped(x.body, maxUpstreamResponseBytes)
+		if err != nil {
+			g.fail(w, r, upstreamFailure(c.provider.name, x.wd, r.Context(), err))
+			return
+		}
+		if tooBig {
+			g.fail(w, r, errUpstreamTooLarge(c.provider.name))
+			return
+		}
 	}
+	if c.route.kind == routeChat || c.route.kind == routeEmbeddings {
+		var u usage
+		usageFromJSON(data, &u)
+		if !u.reported {
+			u = estimateUsage(len(c.req.raw))
+		}
+		c.record(g, u)
+	} else {
+		c.record(g, usage{})
+	}
+	copyResponseHeaders(w.Header(), x.resp.Header)
+	writeJSONResponse(w, x.resp.StatusCode, data)
 }
 
-// relayJSON reads the whole upstream body (so an oversized or stalled one
-// becomes a clean 502 before any header is sent) and writes it.
-func (g *Gateway) relayJSON(w http.ResponseWriter, r *http.Request, p *providerRuntime, resp *http.Response, body io.Reader, wd *watchdog) {
-	data, tooBig, err := readCapped(body, maxUpstreamResponseBytes)
-	if err != nil {
-		g.fail(w, r, upstreamFailure(p.name, wd, r.Context(), err))
-		return
-	}
-	if tooBig {
-		g.fail(w, r, newError(http.StatusBadGateway, "server_error", "upstream_response_too_large",
-			"provider \""+p.name+"\" sent a response over the "+formatBytes(maxUpstreamResponseBytes)+" limit"))
-		return
-	}
-	copyResponseHeaders(w.Header(), resp.Header)
-	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
-	w.WriteHeader(resp.StatusCode)
-	_, _ = w.Write(data)
-}
-
-// relayStream relays an upstream event stream and, when it does not end
-// cleanly (read error, stall, size cap, no [DONE]), appends an error
-// event so the client can tell a cut stream from a finished one.
-func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, p *providerRuntime, resp *http.Response, body io.Reader, wd *watchdog) {
+// relayStream relays an upstream OpenAI event stream and, when it does
+// not end cleanly (read error, stall, size cap, no [DONE]), appends an
+// error event so the client can tell a cut stream from a finished one.
+func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, c *unifiedCall, x *exchange) {
+	p := c.provider
 	h := w.Header()
-	copyResponseHeaders(h, resp.Header)
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(resp.StatusCode)
-	if f, ok := w.(http.Flusher); ok {
-		f.Flush()
-	}
-	res := relaySSE(w, body, maxUpstreamResponseBytes)
+	copyResponseHeaders(h, x.resp.Header)
+	startEventStream(w, x.resp.StatusCode)
+	var u usage
+	res := relaySSE(w, x.body, maxUpstreamResponseBytes, func(event []byte) { usageFromSSEEvent(event, &u) })
+	c.record(g, u)
 	if r.Context().Err() != nil {
 		g.log.infof("client closed the stream from provider %q after %d events", p.name, res.events)
 		return
@@ -161,16 +199,9 @@ func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, p *provide
 	var e *apiError
 	switch {
 	case res.tooLarge:
-		e = newError(http.StatusBadGateway, "server_error", "upstream_response_too_large",
-			"stream from provider \""+p.name+"\" exceeded the "+formatBytes(maxUpstreamResponseBytes)+" limit")
+		e = errStreamOverLimit(p.name)
 	case res.err != nil:
-		e = upstreamFailure(p.name, wd, r.Context(), res.err)
-		e.code = "upstream_stream_interrupted"
-		if wd.stalled() {
-			e.code = "upstream_timeout"
-		} else {
-			e.message = "stream from provider \"" + p.name + "\" was interrupted"
-		}
+		e = streamInterrupted(p.name, x.wd, r, res.err)
 	case !res.sawDone || res.partial:
 		e = newError(http.StatusBadGateway, "server_error", "upstream_stream_truncated",
 			"stream from provider \""+p.name+"\" ended without [DONE]")
@@ -179,6 +210,102 @@ func (g *Gateway) relayStream(w http.ResponseWriter, r *http.Request, p *provide
 	}
 	g.log.errorf("%s (after %d events)", e.Error(), res.events)
 	writeSSEError(w, e)
+}
+
+// startEventStream sends an event stream's headers at once, so the
+// client sees the response start before the first token.
+func startEventStream(w http.ResponseWriter, status int) {
+	h := w.Header()
+	if h.Get("Content-Type") == "" {
+		h.Set("Content-Type", "text/event-stream")
+	}
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	h.Del("Content-Length")
+	w.WriteHeader(status)
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func errStreamOverLimit(provider string) *apiError {
+	return newError(http.StatusBadGateway, "server_error", "upstream_response_too_large",
+		"stream from provider \""+provider+"\" exceeded the "+formatBytes(maxUpstreamResponseBytes)+" limit")
+}
+
+// streamInterrupted classifies a stream that failed mid-way.
+func streamInterrupted(provider string, wd *watchdog, r *http.Request, err error) *apiError {
+	e := upstreamFailure(provider, wd, r.Context(), err)
+	e.code = "upstream_stream_interrupted"
+	if wd.stalled() {
+		e.code = "upstream_timeout"
+	} else {
+		e.message = "stream from provider \"" + provider + "\" was interrupted"
+	}
+	return e
+}
+
+// streamReadFailure classifies an upstream event stream that could not
+// be read to its end.
+func streamReadFailure(provider string, wd *watchdog, r *http.Request, rd *sseReader, err error) *apiError {
+	switch {
+	case err == io.EOF:
+		return newError(http.StatusBadGateway, "server_error", "upstream_stream_truncated",
+			"stream from provider \""+provider+"\" ended inside an event")
+	case err == errStreamTooLarge:
+		return errStreamOverLimit(provider)
+	}
+	return streamInterrupted(provider, wd, r, err)
+}
+
+// relayTranslated relays a translated provider's event stream as OpenAI
+// chunks: one upstream event in, its translation out and flushed.
+func (g *Gateway) relayTranslated(w http.ResponseWriter, r *http.Request, c *unifiedCall, x *exchange, st streamTranslator) {
+	p := c.provider
+	startEventStream(w, http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	emit := func(out []byte) {
+		if len(out) == 0 {
+			return
+		}
+		_, _ = w.Write(out)
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	rd := newSSEReader(x.body, maxUpstreamResponseBytes)
+	events := 0
+	var e *apiError
+	for {
+		ev, err := rd.next()
+		if err != nil {
+			if r.Context().Err() != nil {
+				c.record(g, st.usage())
+				g.log.infof("client closed the stream from provider %q after %d events", p.name, events)
+				return
+			}
+			if err == io.EOF && !rd.partial {
+				out, fe := st.finish()
+				emit(out)
+				e = fe
+			} else {
+				e = streamReadFailure(p.name, x.wd, r, rd, err)
+			}
+			break
+		}
+		events++
+		out, te := st.event(ev)
+		emit(out)
+		if te != nil {
+			e = te
+			break
+		}
+	}
+	c.record(g, st.usage())
+	if e != nil {
+		g.log.errorf("%s (after %d events)", e.Error(), events)
+		writeSSEError(w, e)
+	}
 }
 
 // upstreamHTTPError wraps a provider's non-2xx answer in the gateway's
@@ -256,4 +383,73 @@ func (p *providerRuntime) injectAuth(h http.Header) {
 	default:
 		h.Set("Authorization", "Bearer "+p.apiKey)
 	}
+}
+
+// randomHex returns n random bytes hex-encoded (ids for responses the
+// gateway builds itself).
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// serveTranscription serves audio/transcriptions: the multipart body is
+// read and parsed under a body-admission slot, its model field routed, and
+// the body forwarded — replayed byte-for-byte when the model is the
+// upstream id already, otherwise rebuilt with only the model part
+// rewritten.
+func (g *Gateway) serveTranscription(w http.ResponseWriter, r *http.Request, user *userRuntime) {
+	route := transcriptionsRoute
+	contentType := r.Header.Get("Content-Type")
+	body, model, e := g.readTranscription(r, contentType)
+	if e != nil {
+		writeOpenAIError(w, e)
+		return
+	}
+	resolved, e := g.resolveModel(user, model)
+	if e != nil {
+		writeOpenAIError(w, e)
+		return
+	}
+	p := resolved.provider
+	if !adapterFor(p.kind).transcriptions {
+		writeOpenAIError(w, errNotSupported(p, route))
+		return
+	}
+	if resolved.model != model {
+		body, contentType, e = rewriteMultipartModel(contentType, body, resolved.model)
+		if e != nil {
+			writeOpenAIError(w, e)
+			return
+		}
+	}
+	o := &outbound{provider: p, method: http.MethodPost, url: p.baseURL + route.path, body: body,
+		contentType: contentType, accept: r.Header.Get("Accept"), readWhole: true}
+	x, e := g.send(r, o)
+	if e != nil {
+		g.fail(w, r, e)
+		return
+	}
+	defer x.done()
+	g.recordUsage(usageRecord{user: userName(user), provider: p.name, model: resolved.model, route: route.name})
+	copyResponseHeaders(w.Header(), x.resp.Header)
+	writeJSONResponse(w, x.resp.StatusCode, x.data)
+}
+
+// readTranscription reads the multipart body (10 MiB cap, 413 over it)
+// and finds its single model field, under a body-admission slot.
+func (g *Gateway) readTranscription(r *http.Request, contentType string) ([]byte, string, *apiError) {
+	if !g.admission.acquire() {
+		return nil, "", errBodyCapacity()
+	}
+	defer g.admission.release()
+	body, e := readRequestBody(r, transcriptionsRoute.maxBodyBytes)
+	if e != nil {
+		return nil, "", e
+	}
+	model, e := transcriptionModel(contentType, body)
+	if e != nil {
+		return nil, "", e
+	}
+	return body, model, nil
 }

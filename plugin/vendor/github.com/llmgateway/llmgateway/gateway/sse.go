@@ -28,7 +28,9 @@ var errStreamTooLarge = errors.New("upstream stream exceeded the response size l
 // error event appended afterwards is always parseable on its own. w must
 // be the writer the host handed the gateway: its Flush is what pushes
 // bytes to the client.
-func relaySSE(w http.ResponseWriter, body io.Reader, limit int64) sseRelayResult {
+//
+// onEvent, when not nil, sees every complete event before it is written.
+func relaySSE(w http.ResponseWriter, body io.Reader, limit int64, onEvent func([]byte)) sseRelayResult {
 	var res sseRelayResult
 	flusher, _ := w.(http.Flusher)
 	br := bufio.NewReaderSize(body, 32<<10)
@@ -48,6 +50,9 @@ func relaySSE(w http.ResponseWriter, body io.Reader, limit int64) sseRelayResult
 				}
 				if isDoneEvent(event) {
 					res.sawDone = true
+				}
+				if onEvent != nil {
+					onEvent(event)
 				}
 				if _, werr := w.Write(event); werr != nil {
 					res.err = werr

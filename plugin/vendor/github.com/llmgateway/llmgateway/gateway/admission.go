@@ -1,0 +1,74 @@
+package gateway
+
+import (
+	"fmt"
+	"net/http"
+	"runtime"
+)
+
+// Body admission: a small semaphore held only while a unified or media
+// request reads and decodes its body, bounding the memory that
+// adversarially shaped bodies can take at once. It is never held across
+// the upstream call, so it does not cap concurrent requests.
+
+const maxBodySlots = 10000
+
+// compileBodySlots sizes the semaphore: configured (clamped to 10000) or
+// 4×GOMAXPROCS with a floor of 16.
+func compileBodySlots(configured int) (int, bool, error) {
+	if configured < 0 {
+		return 0, false, fmt.Errorf("config: maxInFlightBodyRequests: %d must not be negative (0 self-tunes)", configured)
+	}
+	if configured > maxBodySlots {
+		return maxBodySlots, true, nil
+	}
+	if configured > 0 {
+		return configured, false, nil
+	}
+	n := 4 * runtime.GOMAXPROCS(0)
+	if n < 16 {
+		n = 16
+	}
+	return n, false, nil
+}
+
+// bodyAdmission is the semaphore; a buffered channel of tokens.
+type bodyAdmission struct {
+	slots chan struct{}
+}
+
+func newBodyAdmission(n int) *bodyAdmission {
+	return &bodyAdmission{slots: make(chan struct{}, n)}
+}
+
+// acquire takes a slot without waiting; false means every slot is busy.
+func (b *bodyAdmission) acquire() bool {
+	select {
+	case b.slots <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (b *bodyAdmission) release() { <-b.slots }
+
+func errBodyCapacity() *apiError {
+	e := newError(http.StatusServiceUnavailable, "server_error", "capacity",
+		"the gateway is reading too many request bodies at once; retry shortly")
+	e.retryAfter = "1"
+	return e
+}
+
+// readAdmitted reads and parses a JSON body under a body-admission slot.
+func (g *Gateway) readAdmitted(r *http.Request, limit int64) (*jsonRequest, *apiError) {
+	if !g.admission.acquire() {
+		return nil, errBodyCapacity()
+	}
+	defer g.admission.release()
+	body, e := readRequestBody(r, limit)
+	if e != nil {
+		return nil, e
+	}
+	return parseJSONRequest(body)
+}

@@ -1,0 +1,589 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strconv"
+)
+
+// OpenAI chat completions request → Anthropic Messages request
+// (wire-formats §5.1): this file has the entry point, the wire types and
+// the request-level parameters; translate_anthropic_messages.go converts
+// the conversation. The response and stream directions live in
+// translate_anthropic_response.go.
+//
+// Choices this translator makes:
+//   - system/developer messages, wherever they appear, are hoisted in
+//     order into the string "system", one text part per segment, joined
+//     with a blank line;
+//   - after conversion, neighbouring turns of the same role are merged,
+//     and in every user turn the tool_result blocks come first;
+//   - empty or whitespace-only text is dropped (Anthropic rejects such
+//     text blocks), and so is a message left with no blocks at all;
+//   - reasoning_effort becomes thinking.budget_tokens (see
+//     anthropicThinkingBudgets);
+//   - dropped without a word, because they do not change what the model
+//     generates: name, stream_options (the pipeline reads it), store,
+//     metadata (OpenAI's stored-completion tags), service_tier,
+//     prompt_cache_key, prediction, verbosity, image detail, tool
+//     "strict", and any field OpenAI itself does not define;
+//   - refused with a 400 naming the parameter, because Anthropic cannot
+//     do what they ask: n > 1, non-empty logit_bias, logprobs,
+//     top_logprobs, non-zero presence/frequency penalties, seed,
+//     response_format other than text, audio output (audio, modalities),
+//     input_audio parts, file parts by file_id, web_search_options,
+//     allowed_tools tool_choice, and the legacy functions/function_call
+//     fields and "function" role (use tools).
+
+// anthropicDefaultMaxTokens is the max_tokens sent when the client set
+// neither max_completion_tokens nor max_tokens: Anthropic requires one.
+const anthropicDefaultMaxTokens = 4096
+
+// anthropicMinThinkingBudget is Anthropic's smallest thinking budget.
+const anthropicMinThinkingBudget = 1024
+
+// anthropicThinkingBudgets maps reasoning_effort to a thinking budget in
+// tokens; 0 means thinking stays off.
+var anthropicThinkingBudgets = map[string]int64{
+	"none":    0,
+	"minimal": 0,
+	"low":     1024,
+	"medium":  4096,
+	"high":    16384,
+	"xhigh":   32768,
+	"max":     32768,
+}
+
+// anthropicWireRequest is the Messages API request body.
+type anthropicWireRequest struct {
+	Model         string                   `json:"model"`
+	MaxTokens     int64                    `json:"max_tokens"`
+	System        string                   `json:"system,omitempty"`
+	Messages      []anthropicWireMessage   `json:"messages"`
+	Tools         []anthropicWireTool      `json:"tools,omitempty"`
+	ToolChoice    *anthropicWireToolChoice `json:"tool_choice,omitempty"`
+	StopSequences []string                 `json:"stop_sequences,omitempty"`
+	Temperature   *float64                 `json:"temperature,omitempty"`
+	TopP          *float64                 `json:"top_p,omitempty"`
+	Metadata      *anthropicWireMetadata   `json:"metadata,omitempty"`
+	Thinking      *anthropicWireThinking   `json:"thinking,omitempty"`
+	Stream        bool                     `json:"stream,omitempty"`
+}
+
+type anthropicWireMessage struct {
+	Role    string               `json:"role"`
+	Content []anthropicWireBlock `json:"content"`
+}
+
+// anthropicWireBlock is any request content block; the type decides
+// which fields are set.
+type anthropicWireBlock struct {
+	Type      string               `json:"type"`
+	Text      string               `json:"text,omitempty"`
+	Source    *anthropicWireSource `json:"source,omitempty"`
+	ID        string               `json:"id,omitempty"`
+	Name      string               `json:"name,omitempty"`
+	Input     json.RawMessage      `json:"input,omitempty"`
+	ToolUseID string               `json:"tool_use_id,omitempty"`
+	Content   json.RawMessage      `json:"content,omitempty"`
+}
+
+type anthropicWireSource struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type,omitempty"`
+	Data      string `json:"data,omitempty"`
+	URL       string `json:"url,omitempty"`
+}
+
+type anthropicWireTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+type anthropicWireToolChoice struct {
+	Type                   string `json:"type"`
+	Name                   string `json:"name,omitempty"`
+	DisableParallelToolUse bool   `json:"disable_parallel_tool_use,omitempty"`
+}
+
+type anthropicWireMetadata struct {
+	UserID string `json:"user_id"`
+}
+
+type anthropicWireThinking struct {
+	Type         string `json:"type"`
+	BudgetTokens int64  `json:"budget_tokens"`
+}
+
+// anthropicChatRequest translates an OpenAI chat completions request
+// body into an Anthropic Messages request for upstreamModel. stream
+// reports whether the client asked for a stream. Anything malformed, or
+// meaningful but inexpressible on Anthropic, is a 400 naming the field.
+func anthropicChatRequest(body []byte, upstreamModel string) (out []byte, stream bool, e *apiError) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
+		if !json.Valid(body) {
+			return nil, false, errBadRequest("invalid_json", "request body is not valid JSON")
+		}
+		return nil, false, errBadRequest("invalid_json", "request body must be a JSON object")
+	}
+	b := &anthropicRequestBuilder{fields: fields}
+	b.req.Model = upstreamModel
+	if e := b.rejectUnsupported(); e != nil {
+		return nil, false, e
+	}
+	if e := b.messages(); e != nil {
+		return nil, false, e
+	}
+	if e := b.sampling(); e != nil {
+		return nil, false, e
+	}
+	if e := b.tools(); e != nil {
+		return nil, false, e
+	}
+	out, err := anthropicEncodeJSON(&b.req)
+	if err != nil {
+		return nil, false, errBadRequest("invalid_request", "request could not be translated for an anthropic-type provider")
+	}
+	return out, b.req.Stream, nil
+}
+
+// anthropicRequestBuilder holds one translation in progress; its methods
+// read typed values out of the client's JSON with path-naming errors.
+type anthropicRequestBuilder struct {
+	fields map[string]json.RawMessage
+	req    anthropicWireRequest
+	system []string
+}
+
+// anthropicUnsupported is the 400 for a meaningful parameter Anthropic
+// cannot express.
+func anthropicUnsupported(param, detail string) *apiError {
+	msg := "parameter \"" + param + "\""
+	if detail != "" {
+		msg += " (" + detail + ")"
+	}
+	return errBadRequest("unsupported_parameter", msg+" is not supported by anthropic-type providers")
+}
+
+// anthropicInvalid is the 400 for a field of the wrong type or value.
+func anthropicInvalid(path, want string) *apiError {
+	return errBadRequest("invalid_request", "\""+path+"\" must be "+want)
+}
+
+func anthropicIsNull(raw json.RawMessage) bool {
+	return len(raw) == 0 || string(raw) == "null"
+}
+
+// field returns a top-level field that is present and not null.
+func (b *anthropicRequestBuilder) field(name string) (json.RawMessage, bool) {
+	raw, ok := b.fields[name]
+	if !ok || anthropicIsNull(raw) {
+		return nil, false
+	}
+	return raw, true
+}
+
+func (b *anthropicRequestBuilder) str(raw json.RawMessage, path string) (string, *apiError) {
+	var s string
+	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		return "", anthropicInvalid(path, "a string")
+	}
+	return s, nil
+}
+
+func (b *anthropicRequestBuilder) number(raw json.RawMessage, path string) (float64, *apiError) {
+	var f float64
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return 0, anthropicInvalid(path, "a number")
+	}
+	return f, nil
+}
+
+func (b *anthropicRequestBuilder) integer(raw json.RawMessage, path string) (int64, *apiError) {
+	f, e := b.number(raw, path)
+	if e != nil || f != math.Trunc(f) || math.Abs(f) > 1e15 {
+		return 0, anthropicInvalid(path, "an integer")
+	}
+	return int64(f), nil
+}
+
+func (b *anthropicRequestBuilder) boolean(raw json.RawMessage, path string) (bool, *apiError) {
+	var v bool
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return false, anthropicInvalid(path, "a boolean")
+	}
+	return v, nil
+}
+
+func (b *anthropicRequestBuilder) object(raw json.RawMessage, path string) (map[string]json.RawMessage, *apiError) {
+	var m map[string]json.RawMessage
+	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
+		return nil, anthropicInvalid(path, "an object")
+	}
+	return m, nil
+}
+
+func (b *anthropicRequestBuilder) array(raw json.RawMessage, path string) ([]json.RawMessage, *apiError) {
+	var a []json.RawMessage
+	if len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &a) != nil {
+		return nil, anthropicInvalid(path, "an array")
+	}
+	return a, nil
+}
+
+// rejectUnsupported refuses the OpenAI parameters Anthropic has no
+// equivalent for, when they are set to anything but their no-op value.
+func (b *anthropicRequestBuilder) rejectUnsupported() *apiError {
+	if raw, ok := b.field("n"); ok {
+		n, e := b.integer(raw, "n")
+		if e != nil {
+			return e
+		}
+		if n > 1 {
+			return anthropicUnsupported("n", "value "+strconv.FormatInt(n, 10)+"; only one choice can be generated")
+		}
+		if n < 1 {
+			return anthropicInvalid("n", "at least 1")
+		}
+	}
+	if raw, ok := b.field("logit_bias"); ok {
+		m, e := b.object(raw, "logit_bias")
+		if e != nil {
+			return e
+		}
+		if len(m) > 0 {
+			return anthropicUnsupported("logit_bias", "")
+		}
+	}
+	if raw, ok := b.field("logprobs"); ok {
+		v, e := b.boolean(raw, "logprobs")
+		if e != nil {
+			return e
+		}
+		if v {
+			return anthropicUnsupported("logprobs", "")
+		}
+	}
+	numeric := []string{"top_logprobs", "presence_penalty", "frequency_penalty"}
+	for i := 0; i < len(numeric); i++ {
+		if raw, ok := b.field(numeric[i]); ok {
+			v, e := b.number(raw, numeric[i])
+			if e != nil {
+				return e
+			}
+			if v != 0 {
+				return anthropicUnsupported(numeric[i], "non-zero value")
+			}
+		}
+	}
+	if raw, ok := b.field("response_format"); ok {
+		m, e := b.object(raw, "response_format")
+		if e != nil {
+			return e
+		}
+		kind, e := b.str(m["type"], "response_format.type")
+		if e != nil {
+			return e
+		}
+		if kind != "text" {
+			return anthropicUnsupported("response_format", "type \""+kind+"\"")
+		}
+	}
+	if raw, ok := b.field("modalities"); ok {
+		list, e := b.array(raw, "modalities")
+		if e != nil {
+			return e
+		}
+		for i := 0; i < len(list); i++ {
+			s, e := b.str(list[i], "modalities["+strconv.Itoa(i)+"]")
+			if e != nil {
+				return e
+			}
+			if s != "text" {
+				return anthropicUnsupported("modalities", "output modality \""+s+"\"")
+			}
+		}
+	}
+	refused := []string{"seed", "audio", "web_search_options", "functions", "function_call"}
+	for i := 0; i < len(refused); i++ {
+		if _, ok := b.field(refused[i]); ok {
+			detail := ""
+			if refused[i] == "functions" || refused[i] == "function_call" {
+				detail = "deprecated; use tools and tool_choice"
+			}
+			return anthropicUnsupported(refused[i], detail)
+		}
+	}
+	return nil
+}
+
+// sampling maps max tokens, temperature, top_p, stop, user, stream and
+// reasoning_effort.
+func (b *anthropicRequestBuilder) sampling() *apiError {
+	b.req.MaxTokens = anthropicDefaultMaxTokens
+	explicitMax := false
+	names := []string{"max_completion_tokens", "max_tokens"}
+	for i := 0; i < len(names); i++ {
+		if raw, ok := b.field(names[i]); ok {
+			n, e := b.integer(raw, names[i])
+			if e != nil {
+				return e
+			}
+			if n < 1 {
+				return anthropicInvalid(names[i], "at least 1")
+			}
+			b.req.MaxTokens = n
+			explicitMax = true
+			break
+		}
+	}
+	if raw, ok := b.field("temperature"); ok {
+		t, e := b.number(raw, "temperature")
+		if e != nil {
+			return e
+		}
+		if t < 0 {
+			t = 0
+		}
+		if t > 1 {
+			t = 1
+		}
+		b.req.Temperature = &t
+	}
+	if raw, ok := b.field("top_p"); ok {
+		p, e := b.number(raw, "top_p")
+		if e != nil {
+			return e
+		}
+		b.req.TopP = &p
+	}
+	if e := b.stop(); e != nil {
+		return e
+	}
+	user := ""
+	userFields := []string{"user", "safety_identifier"}
+	for i := 0; i < len(userFields) && user == ""; i++ {
+		if raw, ok := b.field(userFields[i]); ok {
+			s, e := b.str(raw, userFields[i])
+			if e != nil {
+				return e
+			}
+			user = s
+		}
+	}
+	if user != "" {
+		b.req.Metadata = &anthropicWireMetadata{UserID: user}
+	}
+	if raw, ok := b.field("stream"); ok {
+		v, e := b.boolean(raw, "stream")
+		if e != nil {
+			return e
+		}
+		b.req.Stream = v
+	}
+	return b.reasoning(explicitMax)
+}
+
+func (b *anthropicRequestBuilder) stop() *apiError {
+	raw, ok := b.field("stop")
+	if !ok {
+		return nil
+	}
+	if raw[0] == '"' {
+		s, e := b.str(raw, "stop")
+		if e != nil {
+			return e
+		}
+		if s != "" {
+			b.req.StopSequences = []string{s}
+		}
+		return nil
+	}
+	list, e := b.array(raw, "stop")
+	if e != nil {
+		return anthropicInvalid("stop", "a string or an array of strings")
+	}
+	for i := 0; i < len(list); i++ {
+		s, e := b.str(list[i], "stop["+strconv.Itoa(i)+"]")
+		if e != nil {
+			return e
+		}
+		if s != "" {
+			b.req.StopSequences = append(b.req.StopSequences, s)
+		}
+	}
+	return nil
+}
+
+// reasoning maps reasoning_effort to an extended-thinking budget, which
+// Anthropic counts inside max_tokens and wants below it. Without an
+// explicit cap, the cap grows by the budget so the answer keeps the
+// default room.
+func (b *anthropicRequestBuilder) reasoning(explicitMax bool) *apiError {
+	raw, ok := b.field("reasoning_effort")
+	if !ok {
+		return nil
+	}
+	effort, e := b.str(raw, "reasoning_effort")
+	if e != nil {
+		return e
+	}
+	budget, known := anthropicThinkingBudgets[effort]
+	if !known {
+		return anthropicInvalid("reasoning_effort", "one of none, minimal, low, medium, high, xhigh")
+	}
+	if budget == 0 {
+		return nil
+	}
+	if !explicitMax {
+		b.req.MaxTokens += budget
+	} else if budget >= b.req.MaxTokens {
+		budget = b.req.MaxTokens - 1
+	}
+	if budget < anthropicMinThinkingBudget {
+		return anthropicUnsupported("reasoning_effort", "needs max_completion_tokens above "+
+			strconv.Itoa(anthropicMinThinkingBudget))
+	}
+	b.req.Thinking = &anthropicWireThinking{Type: "enabled", BudgetTokens: budget}
+	return nil
+}
+
+// tools maps function tools, tool_choice and parallel_tool_calls.
+func (b *anthropicRequestBuilder) tools() *apiError {
+	if raw, ok := b.field("tools"); ok {
+		list, e := b.array(raw, "tools")
+		if e != nil {
+			return e
+		}
+		for i := 0; i < len(list); i++ {
+			tool, e := b.tool(list[i], "tools["+strconv.Itoa(i)+"]")
+			if e != nil {
+				return e
+			}
+			b.req.Tools = append(b.req.Tools, tool)
+		}
+	}
+	var choice *anthropicWireToolChoice
+	if raw, ok := b.field("tool_choice"); ok {
+		c, e := b.toolChoice(raw)
+		if e != nil {
+			return e
+		}
+		choice = c
+	}
+	if len(b.req.Tools) == 0 {
+		if choice != nil && (choice.Type == "any" || choice.Type == "tool") {
+			return anthropicInvalid("tools", "non-empty when tool_choice requires a tool call")
+		}
+		return nil
+	}
+	if raw, ok := b.field("parallel_tool_calls"); ok {
+		parallel, e := b.boolean(raw, "parallel_tool_calls")
+		if e != nil {
+			return e
+		}
+		if !parallel {
+			if choice == nil {
+				choice = &anthropicWireToolChoice{Type: "auto"}
+			}
+			if choice.Type != "none" {
+				choice.DisableParallelToolUse = true
+			}
+		}
+	}
+	b.req.ToolChoice = choice
+	return nil
+}
+
+func (b *anthropicRequestBuilder) tool(raw json.RawMessage, path string) (anthropicWireTool, *apiError) {
+	m, e := b.object(raw, path)
+	if e != nil {
+		return anthropicWireTool{}, e
+	}
+	if t := m["type"]; !anthropicIsNull(t) {
+		kind, e := b.str(t, path+".type")
+		if e != nil {
+			return anthropicWireTool{}, e
+		}
+		if kind != "function" {
+			return anthropicWireTool{}, anthropicUnsupported(path+".type", "tool type \""+kind+"\"")
+		}
+	}
+	fn, e := b.object(m["function"], path+".function")
+	if e != nil {
+		return anthropicWireTool{}, e
+	}
+	name, e := b.str(fn["name"], path+".function.name")
+	if e != nil || name == "" {
+		return anthropicWireTool{}, anthropicInvalid(path+".function.name", "a non-empty string")
+	}
+	tool := anthropicWireTool{Name: name, InputSchema: json.RawMessage(`{"type":"object","properties":{}}`)}
+	if raw := fn["description"]; !anthropicIsNull(raw) {
+		d, e := b.str(raw, path+".function.description")
+		if e != nil {
+			return anthropicWireTool{}, e
+		}
+		tool.Description = d
+	}
+	if raw := fn["parameters"]; !anthropicIsNull(raw) {
+		if _, e := b.object(raw, path+".function.parameters"); e != nil {
+			return anthropicWireTool{}, e
+		}
+		tool.InputSchema = raw
+	}
+	return tool, nil
+}
+
+func (b *anthropicRequestBuilder) toolChoice(raw json.RawMessage) (*anthropicWireToolChoice, *apiError) {
+	if raw[0] == '"' {
+		s, e := b.str(raw, "tool_choice")
+		if e != nil {
+			return nil, e
+		}
+		switch s {
+		case "auto":
+			return &anthropicWireToolChoice{Type: "auto"}, nil
+		case "required":
+			return &anthropicWireToolChoice{Type: "any"}, nil
+		case "none":
+			return &anthropicWireToolChoice{Type: "none"}, nil
+		}
+		return nil, anthropicInvalid("tool_choice", "\"auto\", \"required\", \"none\" or a named function")
+	}
+	m, e := b.object(raw, "tool_choice")
+	if e != nil {
+		return nil, e
+	}
+	kind, e := b.str(m["type"], "tool_choice.type")
+	if e != nil {
+		return nil, e
+	}
+	if kind != "function" {
+		return nil, anthropicUnsupported("tool_choice", "type \""+kind+"\"")
+	}
+	fn, e := b.object(m["function"], "tool_choice.function")
+	if e != nil {
+		return nil, e
+	}
+	name, e := b.str(fn["name"], "tool_choice.function.name")
+	if e != nil || name == "" {
+		return nil, anthropicInvalid("tool_choice.function.name", "a non-empty string")
+	}
+	return &anthropicWireToolChoice{Type: "tool", Name: name}, nil
+}
+
+// anthropicEncodeJSON marshals v without HTML escaping (so "<" stays
+// "<" in prompts and answers) and without a trailing newline.
+func anthropicEncodeJSON(v interface{}) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	out := buf.Bytes()
+	return out[:len(out)-1], nil
+}

@@ -1,0 +1,480 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strings"
+)
+
+// Anthropic Messages response → OpenAI chat completion, whole
+// (anthropicChatResponse) or as a stream of chunks (newAnthropicStream),
+// per wire-formats §5.3–§5.6. Thinking and redacted_thinking blocks are
+// dropped in both: OpenAI's chat format has no standard field for them,
+// and completion_tokens already counts them. Block types this
+// translator does not know (server tools, citations) are ignored.
+
+// anthropicWireResponse is a Messages API response, also the "message"
+// of a message_start event.
+type anthropicWireResponse struct {
+	ID         string                 `json:"id"`
+	Type       string                 `json:"type"`
+	Content    []anthropicWireContent `json:"content"`
+	StopReason *string                `json:"stop_reason"`
+	Usage      *anthropicWireUsage    `json:"usage"`
+	Error      *anthropicWireError    `json:"error"`
+}
+
+// anthropicWireContent is a response content block.
+type anthropicWireContent struct {
+	Type  string          `json:"type"`
+	Text  string          `json:"text"`
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
+}
+
+// anthropicWireUsage keeps absent counts apart from zero ones: a
+// message_delta carries only the counts that changed.
+type anthropicWireUsage struct {
+	InputTokens              *int64 `json:"input_tokens"`
+	OutputTokens             *int64 `json:"output_tokens"`
+	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
+}
+
+type anthropicWireError struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+// anthropicWireEvent is any streaming event's data; the type decides
+// which fields are set.
+type anthropicWireEvent struct {
+	Type         string                 `json:"type"`
+	Message      *anthropicWireResponse `json:"message"`
+	Index        int                    `json:"index"`
+	ContentBlock *anthropicWireContent  `json:"content_block"`
+	Delta        *anthropicWireDelta    `json:"delta"`
+	Usage        *anthropicWireUsage    `json:"usage"`
+	Error        *anthropicWireError    `json:"error"`
+}
+
+type anthropicWireDelta struct {
+	Type        string  `json:"type"`
+	Text        string  `json:"text"`
+	PartialJSON string  `json:"partial_json"`
+	StopReason  *string `json:"stop_reason"`
+}
+
+// The OpenAI shapes this translator writes.
+
+type anthropicChatCompletion struct {
+	ID      string                `json:"id"`
+	Object  string                `json:"object"`
+	Created int64                 `json:"created"`
+	Model   string                `json:"model"`
+	Choices []anthropicChatChoice `json:"choices"`
+	Usage   *anthropicChatUsage   `json:"usage,omitempty"`
+}
+
+type anthropicChatChoice struct {
+	Index        int                  `json:"index"`
+	Message      anthropicChatMessage `json:"message"`
+	Logprobs     *string              `json:"logprobs"`
+	FinishReason string               `json:"finish_reason"`
+}
+
+type anthropicChatMessage struct {
+	Role      string                  `json:"role"`
+	Content   *string                 `json:"content"`
+	ToolCalls []anthropicChatToolCall `json:"tool_calls,omitempty"`
+}
+
+// anthropicChatToolCall is a whole tool call or, in a stream, one
+// fragment of it (index always; id, type and name only in the first).
+type anthropicChatToolCall struct {
+	Index    *int                  `json:"index,omitempty"`
+	ID       string                `json:"id,omitempty"`
+	Type     string                `json:"type,omitempty"`
+	Function anthropicChatFunction `json:"function"`
+}
+
+type anthropicChatFunction struct {
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments"`
+}
+
+type anthropicChatUsage struct {
+	PromptTokens        int64                    `json:"prompt_tokens"`
+	CompletionTokens    int64                    `json:"completion_tokens"`
+	TotalTokens         int64                    `json:"total_tokens"`
+	PromptTokensDetails anthropicChatTokenDetail `json:"prompt_tokens_details"`
+}
+
+type anthropicChatTokenDetail struct {
+	CachedTokens int64 `json:"cached_tokens"`
+}
+
+type anthropicChatChunk struct {
+	ID      string                     `json:"id"`
+	Object  string                     `json:"object"`
+	Created int64                      `json:"created"`
+	Model   string                     `json:"model"`
+	Choices []anthropicChatChunkChoice `json:"choices"`
+	Usage   *anthropicChatUsage        `json:"usage,omitempty"`
+}
+
+type anthropicChatChunkChoice struct {
+	Index        int                `json:"index"`
+	Delta        anthropicChatDelta `json:"delta"`
+	FinishReason *string            `json:"finish_reason"`
+}
+
+type anthropicChatDelta struct {
+	Role      string                  `json:"role,omitempty"`
+	Content   *string                 `json:"content,omitempty"`
+	ToolCalls []anthropicChatToolCall `json:"tool_calls,omitempty"`
+}
+
+// anthropicFinishReason maps a stop_reason to a finish_reason; unknown
+// or missing reasons read as a normal stop.
+func anthropicFinishReason(stopReason *string) string {
+	if stopReason == nil {
+		return "stop"
+	}
+	switch *stopReason {
+	case "max_tokens", "model_context_window_exceeded":
+		return "length"
+	case "tool_use":
+		return "tool_calls"
+	case "refusal":
+		return "content_filter"
+	}
+	return "stop"
+}
+
+func anthropicBadResponse(what string, cause error) *apiError {
+	e := newError(http.StatusBadGateway, "server_error", "upstream_bad_response",
+		"anthropic-type provider sent a malformed "+what)
+	e.cause = cause
+	return e
+}
+
+// add folds reported counts into u; absent counts leave u unchanged.
+func (w *anthropicWireUsage) addTo(u *usage) {
+	if w == nil {
+		return
+	}
+	u.reported = true
+	if w.InputTokens != nil {
+		u.promptTokens = *w.InputTokens
+	}
+	if w.CacheCreationInputTokens != nil {
+		u.cacheCreationTokens = *w.CacheCreationInputTokens
+	}
+	if w.CacheReadInputTokens != nil {
+		u.cacheReadTokens = *w.CacheReadInputTokens
+	}
+	if w.OutputTokens != nil {
+		u.completionTokens = *w.OutputTokens
+	}
+}
+
+// anthropicUsageTotals turns the raw fold (promptTokens holding
+// input_tokens only) into the gateway's usage, where promptTokens
+// includes the cache counts.
+func anthropicUsageTotals(raw usage) usage {
+	raw.promptTokens += raw.cacheCreationTokens + raw.cacheReadTokens
+	return raw
+}
+
+func anthropicChatUsageOf(u usage) *anthropicChatUsage {
+	return &anthropicChatUsage{
+		PromptTokens:        u.promptTokens,
+		CompletionTokens:    u.completionTokens,
+		TotalTokens:         u.promptTokens + u.completionTokens,
+		PromptTokensDetails: anthropicChatTokenDetail{CachedTokens: u.cacheReadTokens},
+	}
+}
+
+// anthropicCompactInput renders a tool_use input as an OpenAI arguments
+// string, numbers kept digit for digit.
+func anthropicCompactInput(input json.RawMessage) string {
+	if anthropicIsNull(input) {
+		return "{}"
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, input); err != nil {
+		return "{}"
+	}
+	return buf.String()
+}
+
+// anthropicChatResponse translates a non-streaming Messages response
+// into an OpenAI chat.completion and reports its usage.
+func anthropicChatResponse(body []byte, tc translateContext) ([]byte, usage, *apiError) {
+	var msg anthropicWireResponse
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return nil, usage{}, anthropicBadResponse("response (not a JSON object)", nil)
+	}
+	if err := json.Unmarshal(trimmed, &msg); err != nil {
+		return nil, usage{}, anthropicBadResponse("response", err)
+	}
+	if msg.Type == "error" || msg.Error != nil {
+		e := anthropicStreamError(msg.Error)
+		e.upstream = embedUpstreamBody(trimmed)
+		return nil, usage{}, e
+	}
+	if msg.Type != "message" && (msg.Type != "" || msg.Content == nil) {
+		return nil, usage{}, anthropicBadResponse("response (not a message)", nil)
+	}
+	var text strings.Builder
+	hasText := false
+	var calls []anthropicChatToolCall
+	for i := 0; i < len(msg.Content); i++ {
+		block := msg.Content[i]
+		switch block.Type {
+		case "text":
+			text.WriteString(block.Text)
+			hasText = true
+		case "tool_use":
+			calls = append(calls, anthropicChatToolCall{ID: block.ID, Type: "function",
+				Function: anthropicChatFunction{Name: block.Name, Arguments: anthropicCompactInput(block.Input)}})
+		}
+	}
+	message := anthropicChatMessage{Role: "assistant", ToolCalls: calls}
+	if hasText || len(calls) == 0 {
+		s := text.String()
+		message.Content = &s
+	}
+	id := msg.ID
+	if id == "" {
+		id = tc.idFallback
+	}
+	out := anthropicChatCompletion{
+		ID:      id,
+		Object:  "chat.completion",
+		Created: tc.created,
+		Model:   tc.requestedModel,
+		Choices: []anthropicChatChoice{{Index: 0, Message: message, FinishReason: anthropicFinishReason(msg.StopReason)}},
+	}
+	var u usage
+	msg.Usage.addTo(&u)
+	u = anthropicUsageTotals(u)
+	if u.reported {
+		out.Usage = anthropicChatUsageOf(u)
+	}
+	data, err := anthropicEncodeJSON(&out)
+	if err != nil {
+		return nil, usage{}, anthropicBadResponse("response", err)
+	}
+	return data, u, nil
+}
+
+// anthropicStreamError is the error an Anthropic "error" payload
+// becomes: a 502 naming Anthropic's error type and message.
+func anthropicStreamError(detail *anthropicWireError) *apiError {
+	msg := "anthropic-type provider reported an error"
+	if detail != nil && detail.Type != "" {
+		msg += ": " + detail.Type
+		if detail.Message != "" {
+			msg += ": " + detail.Message
+		}
+	}
+	return newError(http.StatusBadGateway, "server_error", "upstream_error", msg)
+}
+
+// anthropicToolResultText flattens a tool_result's content (a string or
+// an array of blocks, whose text blocks are joined with newlines) into
+// the plain string an OpenAI tool message needs, prefixed "Error: "
+// when isError.
+func anthropicToolResultText(raw json.RawMessage, isError bool) string {
+	text := ""
+	if !anthropicIsNull(raw) && raw[0] == '"' {
+		_ = json.Unmarshal(raw, &text)
+	} else if !anthropicIsNull(raw) {
+		var blocks []anthropicWireContent
+		if json.Unmarshal(raw, &blocks) == nil {
+			var parts []string
+			for i := 0; i < len(blocks); i++ {
+				if blocks[i].Type == "text" {
+					parts = append(parts, blocks[i].Text)
+				}
+			}
+			text = strings.Join(parts, "\n")
+		}
+	}
+	if isError {
+		return "Error: " + text
+	}
+	return text
+}
+
+// anthropicStream translates one Anthropic event stream; it is created
+// per request and never shared.
+type anthropicStream struct {
+	tc         translateContext
+	id         string
+	started    bool        // the role chunk went out
+	toolIndex  map[int]int // Anthropic block index → tool_calls index
+	nextTool   int
+	finishSent bool
+	stopped    bool // message_stop arrived and [DONE] went out
+	raw        usage
+}
+
+var _ streamTranslator = (*anthropicStream)(nil)
+
+// newAnthropicStream returns the translator for one Anthropic stream.
+func newAnthropicStream(tc translateContext) streamTranslator {
+	return &anthropicStream{tc: tc, id: tc.idFallback, toolIndex: map[int]int{}}
+}
+
+// anthropicEventType names an event by its "event:" field, or by the
+// data's "type" when the field is missing.
+func anthropicEventType(ev sseEvent) string {
+	if ev.name != "" {
+		return ev.name
+	}
+	var head struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal(ev.data, &head)
+	return head.Type
+}
+
+func (s *anthropicStream) event(ev sseEvent) ([]byte, *apiError) {
+	if s.stopped {
+		return nil, nil
+	}
+	kind := anthropicEventType(ev)
+	switch kind {
+	case "message_start", "content_block_start", "content_block_delta", "message_delta", "error":
+	case "message_stop":
+		return s.stop()
+	default: // ping, content_block_stop and unknown events
+		return nil, nil
+	}
+	var data anthropicWireEvent
+	if err := json.Unmarshal(ev.data, &data); err != nil {
+		return nil, anthropicBadResponse(kind+" event", err)
+	}
+	switch kind {
+	case "message_start":
+		if data.Message == nil {
+			return nil, anthropicBadResponse("message_start event", nil)
+		}
+		if data.Message.ID != "" {
+			s.id = data.Message.ID
+		}
+		data.Message.Usage.addTo(&s.raw)
+		return s.start(nil)
+	case "content_block_start":
+		if data.ContentBlock == nil || data.ContentBlock.Type != "tool_use" {
+			return nil, nil
+		}
+		k := s.nextTool
+		s.nextTool++
+		s.toolIndex[data.Index] = k
+		call := anthropicChatToolCall{Index: &k, ID: data.ContentBlock.ID, Type: "function",
+			Function: anthropicChatFunction{Name: data.ContentBlock.Name}}
+		return s.start(s.chunk(anthropicChatDelta{ToolCalls: []anthropicChatToolCall{call}}, nil))
+	case "content_block_delta":
+		return s.blockDelta(&data)
+	case "message_delta":
+		data.Usage.addTo(&s.raw)
+		if s.finishSent {
+			return nil, nil
+		}
+		var stopReason *string
+		if data.Delta != nil {
+			stopReason = data.Delta.StopReason
+		}
+		return s.finishChunk(anthropicFinishReason(stopReason))
+	}
+	e := anthropicStreamError(data.Error)
+	e.upstream = embedUpstreamBody(ev.data)
+	return nil, e
+}
+
+// start prefixes out with the role chunk unless that already went out.
+func (s *anthropicStream) start(out []byte) ([]byte, *apiError) {
+	if s.started {
+		return out, nil
+	}
+	s.started = true
+	empty := ""
+	first := s.chunk(anthropicChatDelta{Role: "assistant", Content: &empty}, nil)
+	return append(first, out...), nil
+}
+
+func (s *anthropicStream) blockDelta(data *anthropicWireEvent) ([]byte, *apiError) {
+	if data.Delta == nil {
+		return nil, anthropicBadResponse("content_block_delta event", nil)
+	}
+	switch data.Delta.Type {
+	case "text_delta":
+		if data.Delta.Text == "" {
+			return nil, nil
+		}
+		text := data.Delta.Text
+		return s.start(s.chunk(anthropicChatDelta{Content: &text}, nil))
+	case "input_json_delta":
+		k, ok := s.toolIndex[data.Index]
+		if !ok || data.Delta.PartialJSON == "" {
+			return nil, nil
+		}
+		call := anthropicChatToolCall{Index: &k, Function: anthropicChatFunction{Arguments: data.Delta.PartialJSON}}
+		return s.start(s.chunk(anthropicChatDelta{ToolCalls: []anthropicChatToolCall{call}}, nil))
+	}
+	return nil, nil // thinking_delta, signature_delta, citations_delta
+}
+
+func (s *anthropicStream) finishChunk(reason string) ([]byte, *apiError) {
+	s.finishSent = true
+	return s.start(s.chunk(anthropicChatDelta{}, &reason))
+}
+
+// stop ends the stream: the finish chunk if message_delta never sent
+// one, the usage chunk when the client asked for it, then [DONE].
+func (s *anthropicStream) stop() ([]byte, *apiError) {
+	var out []byte
+	if !s.finishSent {
+		out, _ = s.finishChunk("stop")
+	}
+	if s.tc.includeUsage {
+		c := anthropicChatChunk{ID: s.id, Object: "chat.completion.chunk", Created: s.tc.created,
+			Model: s.tc.requestedModel, Choices: []anthropicChatChunkChoice{}, Usage: anthropicChatUsageOf(s.usage())}
+		out = append(out, s.frame(&c)...)
+	}
+	s.stopped = true
+	return append(out, sseDone...), nil
+}
+
+func (s *anthropicStream) chunk(delta anthropicChatDelta, finish *string) []byte {
+	c := anthropicChatChunk{ID: s.id, Object: "chat.completion.chunk", Created: s.tc.created, Model: s.tc.requestedModel,
+		Choices: []anthropicChatChunkChoice{{Index: 0, Delta: delta, FinishReason: finish}}}
+	return s.frame(&c)
+}
+
+func (s *anthropicStream) frame(c *anthropicChatChunk) []byte {
+	data, err := anthropicEncodeJSON(c)
+	if err != nil {
+		return nil // only strings and integers: cannot fail
+	}
+	return sseData(data)
+}
+
+func (s *anthropicStream) finish() ([]byte, *apiError) {
+	if s.stopped {
+		return nil, nil
+	}
+	return nil, newError(http.StatusBadGateway, "server_error", "upstream_stream_truncated",
+		"stream from anthropic-type provider ended before message_stop")
+}
+
+func (s *anthropicStream) usage() usage {
+	return anthropicUsageTotals(s.raw)
+}

@@ -1,0 +1,221 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"strings"
+)
+
+// usageRecord is one metered request's outcome, handed to the
+// accounting stage.
+type usageRecord struct {
+	user     string
+	provider string
+	model    string // the provider's model id
+	route    string // "chat/completions", "embeddings", "images", ...
+	usage    usage
+}
+
+// recordUsage hands a finished exchange's usage to accounting. Until
+// limits and accounting exist it only reaches the test hook.
+func (g *Gateway) recordUsage(rec usageRecord) {
+	if g.usageHook != nil {
+		g.usageHook(rec)
+	}
+}
+
+// estimateUsage is the fallback for a non-streaming response without
+// usage: ceil(request bytes / 4) prompt tokens.
+func estimateUsage(requestBytes int) usage {
+	return usage{promptTokens: int64((requestBytes + 3) / 4), estimated: true}
+}
+
+// wireUsage holds every provider's usage field names; one decode reads
+// whichever the body has.
+type wireUsage struct {
+	// OpenAI
+	PromptTokens        *int64 `json:"prompt_tokens"`
+	CompletionTokens    int64  `json:"completion_tokens"`
+	PromptTokensDetails *struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	// Anthropic
+	InputTokens              *int64 `json:"input_tokens"`
+	OutputTokens             *int64 `json:"output_tokens"`
+	CacheCreationInputTokens int64  `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64  `json:"cache_read_input_tokens"`
+	// Gemini (usageMetadata)
+	PromptTokenCount        *int64 `json:"promptTokenCount"`
+	CandidatesTokenCount    int64  `json:"candidatesTokenCount"`
+	ThoughtsTokenCount      int64  `json:"thoughtsTokenCount"`
+	CachedContentTokenCount int64  `json:"cachedContentTokenCount"`
+}
+
+// usageEnvelope is where usage sits in a response or stream event of
+// each provider type.
+type usageEnvelope struct {
+	Usage         *wireUsage `json:"usage"`
+	UsageMetadata *wireUsage `json:"usageMetadata"`
+	Message       *struct {
+		Usage *wireUsage `json:"usage"`
+	} `json:"message"` // Anthropic message_start
+}
+
+// usageFromJSON reads the usage a provider reported in one JSON document
+// (a whole response or one stream event) and merges it into u. Anthropic
+// streams split usage over message_start and message_delta; a later
+// field overrides an earlier one.
+func usageFromJSON(data []byte, u *usage) {
+	if !bytes.Contains(data, []byte(`sage`)) { // "usage" or "usageMetadata"
+		return
+	}
+	var env usageEnvelope
+	if json.Unmarshal(data, &env) != nil {
+		return
+	}
+	wu := env.Usage
+	if wu == nil {
+		wu = env.UsageMetadata
+	}
+	if wu == nil && env.Message != nil {
+		wu = env.Message.Usage
+	}
+	if wu == nil {
+		return
+	}
+	switch {
+	case wu.PromptTokens != nil:
+		u.promptTokens = *wu.PromptTokens
+		u.completionTokens = wu.CompletionTokens
+		if wu.PromptTokensDetails != nil {
+			u.cacheReadTokens = wu.PromptTokensDetails.CachedTokens
+		}
+		u.reported = true
+	case wu.PromptTokenCount != nil:
+		u.promptTokens = *wu.PromptTokenCount
+		u.completionTokens = wu.CandidatesTokenCount + wu.ThoughtsTokenCount
+		u.cacheReadTokens = wu.CachedContentTokenCount
+		u.reported = true
+	case wu.InputTokens != nil || wu.OutputTokens != nil:
+		if wu.InputTokens != nil {
+			u.cacheCreationTokens = wu.CacheCreationInputTokens
+			u.cacheReadTokens = wu.CacheReadInputTokens
+			u.promptTokens = *wu.InputTokens + wu.CacheCreationInputTokens + wu.CacheReadInputTokens
+		}
+		if wu.OutputTokens != nil {
+			u.completionTokens = *wu.OutputTokens
+		}
+		u.reported = true
+	}
+}
+
+// usageFromSSEEvent reads usage from one raw SSE event (its data lines).
+func usageFromSSEEvent(event []byte, u *usage) {
+	if !bytes.Contains(event, []byte(`sage`)) {
+		return
+	}
+	for len(event) > 0 {
+		line := event
+		if i := bytes.IndexByte(event, '\n'); i >= 0 {
+			line, event = event[:i], event[i+1:]
+		} else {
+			event = nil
+		}
+		if bytes.HasPrefix(line, []byte("data:")) {
+			usageFromJSON(bytes.TrimSpace(line[5:]), u)
+		}
+	}
+}
+
+// userName is the authenticated user's name, for accounting records.
+func userName(u *userRuntime) string {
+	if u == nil {
+		return ""
+	}
+	return u.name
+}
+
+// maxSniffedJSONBytes bounds how much of a non-streaming passthrough
+// response is kept to read its usage; a larger one falls back to the
+// estimate.
+const maxSniffedJSONBytes = 8 << 20
+
+// usageSniffer reads usage from a passthrough response as it flows to
+// the client, without delaying or altering a byte: SSE data lines are
+// inspected one at a time, a JSON body is kept (up to a bound) and parsed
+// at its end. finish runs once, at EOF or Close.
+type usageSniffer struct {
+	rc       io.ReadCloser
+	sse      bool
+	buf      []byte // JSON body so far, or the SSE line in progress
+	over     bool
+	u        usage
+	finished bool
+	onFinish func(u usage, streamed bool)
+}
+
+func newUsageSniffer(rc io.ReadCloser, contentType string, onFinish func(u usage, streamed bool)) *usageSniffer {
+	ct := strings.ToLower(contentType)
+	return &usageSniffer{rc: rc, sse: strings.HasPrefix(ct, "text/event-stream"), onFinish: onFinish,
+		over: !strings.Contains(ct, "json") && !strings.HasPrefix(ct, "text/event-stream")}
+}
+
+func (s *usageSniffer) Read(b []byte) (int, error) {
+	n, err := s.rc.Read(b)
+	if n > 0 && !s.over {
+		s.feed(b[:n])
+	}
+	if err == io.EOF {
+		s.finish()
+	}
+	return n, err
+}
+
+func (s *usageSniffer) Close() error {
+	s.finish()
+	return s.rc.Close()
+}
+
+func (s *usageSniffer) feed(p []byte) {
+	if !s.sse {
+		if len(s.buf)+len(p) > maxSniffedJSONBytes {
+			s.over, s.buf = true, nil
+			return
+		}
+		s.buf = append(s.buf, p...)
+		return
+	}
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			if len(s.buf)+len(p) > maxSniffedJSONBytes {
+				s.buf = s.buf[:0] // an absurd line: skip it
+				return
+			}
+			s.buf = append(s.buf, p...)
+			return
+		}
+		line := p[:i]
+		if len(s.buf) > 0 {
+			line = append(s.buf, line...)
+		}
+		if bytes.HasPrefix(line, []byte("data:")) {
+			usageFromJSON(bytes.TrimSpace(line[5:]), &s.u)
+		}
+		s.buf = s.buf[:0]
+		p = p[i+1:]
+	}
+}
+
+func (s *usageSniffer) finish() {
+	if s.finished {
+		return
+	}
+	s.finished = true
+	if !s.sse && !s.over {
+		usageFromJSON(s.buf, &s.u)
+	}
+	s.buf = nil
+	s.onFinish(s.u, s.sse)
+}
