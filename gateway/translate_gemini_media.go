@@ -1,0 +1,382 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Embeddings (embedContent / batchEmbedContents) and Imagen (predict).
+
+type gemTextPart struct {
+	Text string `json:"text"`
+}
+
+type gemEmbedContent struct {
+	Parts []gemTextPart `json:"parts"`
+}
+
+type gemEmbedReq struct {
+	Model                string          `json:"model"`
+	Content              gemEmbedContent `json:"content"`
+	OutputDimensionality int64           `json:"outputDimensionality,omitempty"`
+}
+
+type gemBatchEmbedReq struct {
+	Requests []gemEmbedReq `json:"requests"`
+}
+
+// geminiEmbedRequest translates an OpenAI embeddings request into an
+// :embedContent body (a string input) or a :batchEmbedContents body (an
+// array input, batch=true). Token-array inputs are a 400; dimensions
+// maps to outputDimensionality. encoding_format "float" and "base64"
+// are accepted: Gemini returns floats, and for "base64" the pipeline
+// re-encodes the translated response with geminiEmbedBase64.
+func geminiEmbedRequest(body []byte, upstreamModel string) (out []byte, batch bool, e *apiError) {
+	return gemEmbedRequest(body, upstreamModel)
+}
+
+func gemEmbedRequest(body []byte, upstreamModel string) ([]byte, bool, *apiError) {
+	top, e := gemTopObject(body)
+	if e != nil {
+		return nil, false, e
+	}
+	model := upstreamModel
+	if !strings.HasPrefix(model, "models/") && !strings.HasPrefix(model, "tunedModels/") {
+		model = "models/" + model
+	}
+	var dims int64
+	if raw := top["dimensions"]; !gemIsNull(raw) {
+		d, de := gemInt(raw, "dimensions")
+		if de != nil {
+			return nil, false, de
+		}
+		dims = d
+		if dims < 1 {
+			return nil, false, gemBadRequest(`"dimensions" must be at least 1`)
+		}
+	}
+	if raw := top["encoding_format"]; !gemIsNull(raw) {
+		f, e := gemString(raw, "encoding_format")
+		if e != nil {
+			return nil, false, e
+		}
+		if f != "float" && f != "base64" {
+			return nil, false, errBadRequest("unsupported_value", `"encoding_format" must be "float" or "base64"`)
+		}
+	}
+	one := func(text string) gemEmbedReq {
+		return gemEmbedReq{Model: model, Content: gemEmbedContent{Parts: []gemTextPart{{Text: text}}}, OutputDimensionality: dims}
+	}
+	raw := top["input"]
+	if gemIsNull(raw) {
+		return nil, false, gemBadRequest(`"input" is required`)
+	}
+	if raw[0] == '"' {
+		s, e := gemString(raw, "input")
+		if e != nil {
+			return nil, false, e
+		}
+		if s == "" {
+			return nil, false, gemBadRequest(`"input" must not be empty`)
+		}
+		return gemMarshal(one(s)), false, nil
+	}
+	arr, ok := gemParseArray(raw)
+	if !ok {
+		return nil, false, gemBadRequest(`"input" must be a string or an array of strings`)
+	}
+	if len(arr) == 0 {
+		return nil, false, gemBadRequest(`"input" must not be empty`)
+	}
+	reqs := make([]gemEmbedReq, 0, len(arr))
+	for i := 0; i < len(arr); i++ {
+		where := "input[" + strconv.Itoa(i) + "]"
+		if len(arr[i]) == 0 || arr[i][0] != '"' {
+			return nil, false, gemUnsupported(`"input" as token arrays is not supported for Gemini models (` + where + ` is not a string)`)
+		}
+		s, e := gemString(arr[i], where)
+		if e != nil {
+			return nil, false, e
+		}
+		if s == "" {
+			return nil, false, gemBadRequest(`"` + where + `" must not be empty`)
+		}
+		reqs = append(reqs, one(s))
+	}
+	return gemMarshal(gemBatchEmbedReq{Requests: reqs}), true, nil
+}
+
+type gemEmbedValues struct {
+	Values []json.Number `json:"values"`
+}
+
+type gemEmbedRespIn struct {
+	Embedding  *gemEmbedValues  `json:"embedding"`
+	Embeddings []gemEmbedValues `json:"embeddings"`
+	Error      json.RawMessage  `json:"error"`
+}
+
+type gemOAEmbeddingOut struct {
+	Object    string        `json:"object"`
+	Index     int           `json:"index"`
+	Embedding []json.Number `json:"embedding"`
+}
+
+type gemOAEmbedUsage struct {
+	PromptTokens int64 `json:"prompt_tokens"`
+	TotalTokens  int64 `json:"total_tokens"`
+}
+
+type gemOAEmbeddingsOut struct {
+	Object string              `json:"object"`
+	Data   []gemOAEmbeddingOut `json:"data"`
+	Model  string              `json:"model"`
+	Usage  gemOAEmbedUsage     `json:"usage"`
+}
+
+// geminiEmbedResponse translates an :embedContent (batch=false) or
+// :batchEmbedContents (batch=true) response. The float values keep the
+// exact text the upstream sent. Gemini reports no token counts, so the
+// body's usage is zero and the returned usage is reported=false.
+func geminiEmbedResponse(body []byte, tc translateContext, batch bool) ([]byte, usage, *apiError) {
+	var r gemEmbedRespIn
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, usage{}, gemBadUpstream(err)
+	}
+	if !gemIsNull(r.Error) {
+		return nil, usage{}, gemUpstreamError(r.Error, body)
+	}
+	var list []gemEmbedValues
+	if batch {
+		if len(r.Embeddings) == 0 {
+			return nil, usage{}, gemBadUpstream(nil)
+		}
+		list = r.Embeddings
+	} else {
+		if r.Embedding == nil {
+			return nil, usage{}, gemBadUpstream(nil)
+		}
+		list = []gemEmbedValues{*r.Embedding}
+	}
+	out := gemOAEmbeddingsOut{Object: "list", Model: tc.requestedModel, Data: make([]gemOAEmbeddingOut, 0, len(list))}
+	for i := 0; i < len(list); i++ {
+		vals := list[i].Values
+		if vals == nil {
+			return nil, usage{}, gemBadUpstream(nil)
+		}
+		for j := 0; j < len(vals); j++ {
+			if vals[j] == "" {
+				return nil, usage{}, gemBadUpstream(nil)
+			}
+		}
+		out.Data = append(out.Data, gemOAEmbeddingOut{Object: "embedding", Index: i, Embedding: vals})
+	}
+	data := gemMarshal(out)
+	if data == nil {
+		return nil, usage{}, gemBadUpstream(nil)
+	}
+	return data, usage{}, nil
+}
+
+// geminiEmbedWantsBase64 reports whether an OpenAI embeddings request
+// asked for encoding_format "base64".
+func geminiEmbedWantsBase64(body []byte) bool {
+	var req struct {
+		EncodingFormat string `json:"encoding_format"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return false
+	}
+	return req.EncodingFormat == "base64"
+}
+
+type gemOAEmbeddingIn struct {
+	Object    string          `json:"object"`
+	Index     int             `json:"index"`
+	Embedding json.RawMessage `json:"embedding"`
+}
+
+type gemOAEmbeddingsIn struct {
+	Object string             `json:"object"`
+	Data   []gemOAEmbeddingIn `json:"data"`
+	Model  string             `json:"model"`
+	Usage  json.RawMessage    `json:"usage"`
+}
+
+// geminiEmbedBase64 rewrites an OpenAI embeddings response's float
+// arrays as base64 of little-endian float32, OpenAI's
+// encoding_format "base64".
+func geminiEmbedBase64(body []byte) ([]byte, *apiError) {
+	var in gemOAEmbeddingsIn
+	if err := json.Unmarshal(body, &in); err != nil {
+		return nil, gemBadUpstream(err)
+	}
+	for i := 0; i < len(in.Data); i++ {
+		var nums []json.Number
+		if err := json.Unmarshal(in.Data[i].Embedding, &nums); err != nil {
+			return nil, gemBadUpstream(err)
+		}
+		buf := make([]byte, 4*len(nums))
+		for j := 0; j < len(nums); j++ {
+			f, err := strconv.ParseFloat(string(nums[j]), 32)
+			if err != nil && !errors.Is(err, strconv.ErrRange) {
+				return nil, gemBadUpstream(err)
+			}
+			binary.LittleEndian.PutUint32(buf[4*j:], math.Float32bits(float32(f)))
+		}
+		in.Data[i].Embedding = gemQuote(base64.StdEncoding.EncodeToString(buf))
+	}
+	return gemMarshal(in), nil
+}
+
+// ---------------------------------------------------------------------
+// Images (Imagen :predict)
+
+type gemImageInstance struct {
+	Prompt string `json:"prompt"`
+}
+
+type gemImageParams struct {
+	SampleCount int64  `json:"sampleCount"`
+	AspectRatio string `json:"aspectRatio"`
+}
+
+type gemImageReq struct {
+	Instances  []gemImageInstance `json:"instances"`
+	Parameters gemImageParams     `json:"parameters"`
+}
+
+// geminiImageRequest translates an OpenAI images/generations request
+// into an Imagen :predict body: n → sampleCount (default 1), size →
+// aspectRatio (1024x1024/512x512 → 1:1, 1792x1024 → 16:9, 1024x1792 →
+// 9:16, absent → 1:1, anything else a 400). response_format "url", a
+// truthy quality or style, and a missing prompt are 400s; other fields
+// are ignored.
+func geminiImageRequest(body []byte) (out []byte, e *apiError) {
+	return gemImageRequest(body)
+}
+
+func gemImageRequest(body []byte) ([]byte, *apiError) {
+	top, e := gemTopObject(body)
+	if e != nil {
+		return nil, e
+	}
+	raw := top["prompt"]
+	if gemIsNull(raw) {
+		return nil, gemBadRequest(`"prompt" is required`)
+	}
+	prompt, e := gemString(raw, "prompt")
+	if e != nil {
+		return nil, e
+	}
+	if strings.TrimSpace(prompt) == "" {
+		return nil, gemBadRequest(`"prompt" must not be empty`)
+	}
+	if gemTruthy(top["quality"]) {
+		return nil, gemUnsupported(`"quality" is not supported for Gemini (Imagen) models`)
+	}
+	if gemTruthy(top["style"]) {
+		return nil, gemUnsupported(`"style" is not supported for Gemini (Imagen) models`)
+	}
+	if raw := top["response_format"]; !gemIsNull(raw) {
+		f, e := gemString(raw, "response_format")
+		if e != nil {
+			return nil, e
+		}
+		switch f {
+		case "b64_json":
+		case "url":
+			return nil, gemUnsupported(`"response_format": "url" is not supported for Gemini (Imagen) models; use "b64_json"`)
+		default:
+			return nil, errBadRequest("unsupported_value", `"response_format" must be "b64_json" or "url"`)
+		}
+	}
+	n := int64(1)
+	if raw := top["n"]; !gemIsNull(raw) {
+		v, ne := gemInt(raw, "n")
+		if ne != nil {
+			return nil, ne
+		}
+		n = v
+		if n < 1 {
+			return nil, gemBadRequest(`"n" must be at least 1`)
+		}
+	}
+	ratio := "1:1"
+	if raw := top["size"]; !gemIsNull(raw) {
+		size, e := gemString(raw, "size")
+		if e != nil {
+			return nil, e
+		}
+		switch size {
+		case "1024x1024", "512x512":
+		case "1792x1024":
+			ratio = "16:9"
+		case "1024x1792":
+			ratio = "9:16"
+		default:
+			return nil, errBadRequest("unsupported_value", `"size" "`+size+`" is not supported for Gemini (Imagen) models (use 1024x1024, 512x512, 1792x1024 or 1024x1792)`)
+		}
+	}
+	req := gemImageReq{
+		Instances:  []gemImageInstance{{Prompt: prompt}},
+		Parameters: gemImageParams{SampleCount: n, AspectRatio: ratio},
+	}
+	return gemMarshal(req), nil
+}
+
+type gemPredictionIn struct {
+	BytesBase64Encoded *string `json:"bytesBase64Encoded"`
+	RaiFilteredReason  string  `json:"raiFilteredReason"`
+}
+
+type gemPredictRespIn struct {
+	Predictions []gemPredictionIn `json:"predictions"`
+	Error       json.RawMessage   `json:"error"`
+}
+
+type gemOAImageOut struct {
+	B64JSON string `json:"b64_json"`
+}
+
+type gemOAImagesOut struct {
+	Created int64           `json:"created"`
+	Data    []gemOAImageOut `json:"data"`
+}
+
+// geminiImageResponse translates an Imagen :predict response into
+// OpenAI's {"created","data":[{"b64_json"}]}. Predictions Imagen
+// filtered (no image bytes) are skipped; when nothing is left the
+// request was blocked, a 400 content_policy_violation.
+func geminiImageResponse(body []byte, created int64) ([]byte, *apiError) {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return nil, gemBadUpstream(nil)
+	}
+	var r gemPredictRespIn
+	if err := json.Unmarshal(trimmed, &r); err != nil {
+		return nil, gemBadUpstream(err)
+	}
+	if !gemIsNull(r.Error) {
+		return nil, gemUpstreamError(r.Error, body)
+	}
+	out := gemOAImagesOut{Created: created, Data: []gemOAImageOut{}}
+	for i := 0; i < len(r.Predictions); i++ {
+		p := r.Predictions[i]
+		if p.BytesBase64Encoded == nil || *p.BytesBase64Encoded == "" {
+			continue
+		}
+		out.Data = append(out.Data, gemOAImageOut{B64JSON: *p.BytesBase64Encoded})
+	}
+	if len(out.Data) == 0 {
+		return nil, errBadRequest("content_policy_violation",
+			"the image request was blocked by the provider's safety filters (no image was returned)")
+	}
+	return gemMarshal(out), nil
+}

@@ -1,0 +1,558 @@
+package gateway
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+// OpenAI chat request → Gemini generateContent request.
+
+// geminiChatRequest translates an OpenAI chat request into a Gemini
+// generateContent request body. stream reports the client's "stream".
+//
+// The exported-shape functions only delegate: under Yaegi a named result
+// assigned in a function body can keep its value into the next call, so
+// the bodies have unnamed results.
+func geminiChatRequest(body []byte) (out []byte, stream bool, e *apiError) {
+	return gemChatRequest(body)
+}
+
+func gemChatRequest(body []byte) ([]byte, bool, *apiError) {
+	top, te := gemTopObject(body)
+	if te != nil {
+		return nil, false, te
+	}
+	isStream := false
+	if raw := top["stream"]; !gemIsNull(raw) {
+		b, be := gemBool(raw, "stream")
+		if be != nil {
+			return nil, false, be
+		}
+		isStream = b
+	}
+	if ue := gemRejectUnsupported(top); ue != nil {
+		return nil, false, ue
+	}
+
+	req := gemChatReqOut{}
+	gen := &gemGenConfig{}
+	if ge := gemGenerationConfig(top, gen, isStream); ge != nil {
+		return nil, false, ge
+	}
+
+	decls, de := gemTools(top["tools"])
+	if de != nil {
+		return nil, false, de
+	}
+	if raw := top["parallel_tool_calls"]; !gemIsNull(raw) {
+		ptc, pe := gemBool(raw, "parallel_tool_calls")
+		if pe != nil {
+			return nil, false, pe
+		}
+		if !ptc && len(decls) > 0 {
+			return nil, false, gemUnsupported(`"parallel_tool_calls": false is not supported by Gemini, which may call several functions in one turn`)
+		}
+	}
+	cfg, kept, ce := gemToolChoice(top["tool_choice"], decls)
+	if ce != nil {
+		return nil, false, ce
+	}
+	if len(kept) > 0 {
+		req.Tools = []gemToolOut{{FunctionDeclarations: kept}}
+	}
+	req.ToolConfig = cfg
+
+	sys, contents, me := gemMessages(top["messages"])
+	if me != nil {
+		return nil, false, me
+	}
+	req.SystemInstruction = sys
+	req.Contents = contents
+	if string(gemMarshal(gen)) != "{}" {
+		req.GenerationConfig = gen
+	}
+	return gemMarshal(req), isStream, nil
+}
+
+// gemRejectUnsupported refuses the OpenAI fields Gemini cannot express.
+func gemRejectUnsupported(top map[string]json.RawMessage) *apiError {
+	if raw := top["logit_bias"]; gemTruthy(raw) {
+		return gemUnsupported(`"logit_bias" is not supported by Gemini`)
+	}
+	if raw := top["logprobs"]; !gemIsNull(raw) {
+		lp, e := gemBool(raw, "logprobs")
+		if e != nil {
+			return e
+		}
+		if lp {
+			return gemUnsupported(`"logprobs" is not supported for Gemini models by this gateway`)
+		}
+	}
+	if raw := top["top_logprobs"]; gemTruthy(raw) {
+		return gemUnsupported(`"top_logprobs" is not supported for Gemini models by this gateway`)
+	}
+	if raw := top["audio"]; !gemIsNull(raw) {
+		return gemUnsupported(`"audio" output is not supported for Gemini models`)
+	}
+	if raw := top["modalities"]; !gemIsNull(raw) {
+		mods, ok := gemParseArray(raw)
+		if !ok {
+			return gemBadRequest(`"modalities" must be an array of strings`)
+		}
+		for i := 0; i < len(mods); i++ {
+			m, e := gemString(mods[i], "modalities")
+			if e != nil {
+				return e
+			}
+			if m != "text" {
+				return gemUnsupported(`"modalities" may only contain "text" for Gemini models`)
+			}
+		}
+	}
+	if raw := top["web_search_options"]; !gemIsNull(raw) {
+		return gemUnsupported(`"web_search_options" is not supported for Gemini models`)
+	}
+	if raw := top["functions"]; !gemIsNull(raw) {
+		return gemUnsupported(`"functions" is deprecated and not supported for Gemini models; use "tools"`)
+	}
+	if raw := top["function_call"]; !gemIsNull(raw) {
+		return gemUnsupported(`"function_call" is deprecated and not supported for Gemini models; use "tool_choice"`)
+	}
+	if raw := top["verbosity"]; !gemIsNull(raw) {
+		v, e := gemString(raw, "verbosity")
+		if e != nil {
+			return e
+		}
+		if v != "medium" {
+			return gemUnsupported(`"verbosity" is not supported for Gemini models`)
+		}
+	}
+	return nil
+}
+
+// gemGenerationConfig fills gen.
+func gemGenerationConfig(top map[string]json.RawMessage, gen *gemGenConfig, stream bool) *apiError {
+	if raw := top["temperature"]; !gemIsNull(raw) {
+		v, e := gemNumber(raw, "temperature")
+		if e != nil {
+			return e
+		}
+		gen.Temperature = v
+	}
+	if raw := top["top_p"]; !gemIsNull(raw) {
+		v, e := gemNumber(raw, "top_p")
+		if e != nil {
+			return e
+		}
+		gen.TopP = v
+	}
+	maxName := "max_completion_tokens"
+	maxRaw := top[maxName]
+	if gemIsNull(maxRaw) {
+		maxName = "max_tokens"
+		maxRaw = top[maxName]
+	}
+	if !gemIsNull(maxRaw) {
+		n, e := gemInt(maxRaw, maxName)
+		if e != nil {
+			return e
+		}
+		if n < 1 {
+			return gemBadRequest(`"` + maxName + `" must be at least 1`)
+		}
+		gen.MaxOutputTokens = n
+	}
+	if raw := top["stop"]; !gemIsNull(raw) {
+		if raw[0] == '"' {
+			s, e := gemString(raw, "stop")
+			if e != nil {
+				return e
+			}
+			if s != "" {
+				gen.StopSequences = []string{s}
+			}
+		} else {
+			arr, ok := gemParseArray(raw)
+			if !ok {
+				return gemBadRequest(`"stop" must be a string or an array of strings`)
+			}
+			for i := 0; i < len(arr); i++ {
+				s, e := gemString(arr[i], "stop")
+				if e != nil {
+					return e
+				}
+				if s != "" {
+					gen.StopSequences = append(gen.StopSequences, s)
+				}
+			}
+		}
+	}
+	if raw := top["n"]; !gemIsNull(raw) {
+		n, e := gemInt(raw, "n")
+		if e != nil {
+			return e
+		}
+		if n < 1 {
+			return gemBadRequest(`"n" must be at least 1`)
+		}
+		if n > 1 && stream {
+			return gemUnsupported(`"n" greater than 1 is not supported with "stream" for Gemini models`)
+		}
+		gen.CandidateCount = n
+	}
+	if raw := top["presence_penalty"]; !gemIsNull(raw) {
+		v, e := gemNumber(raw, "presence_penalty")
+		if e != nil {
+			return e
+		}
+		if gemTruthy(v) {
+			gen.PresencePenalty = v
+		}
+	}
+	if raw := top["frequency_penalty"]; !gemIsNull(raw) {
+		v, e := gemNumber(raw, "frequency_penalty")
+		if e != nil {
+			return e
+		}
+		if gemTruthy(v) {
+			gen.FrequencyPenalty = v
+		}
+	}
+	if raw := top["seed"]; !gemIsNull(raw) {
+		n, e := gemInt(raw, "seed")
+		if e != nil {
+			return e
+		}
+		gen.Seed = json.RawMessage(strconv.FormatInt(n, 10))
+	}
+	if raw := top["reasoning_effort"]; !gemIsNull(raw) {
+		effort, e := gemString(raw, "reasoning_effort")
+		if e != nil {
+			return e
+		}
+		budget := ""
+		switch effort {
+		case "none":
+			budget = "0"
+		case "minimal", "low":
+			budget = "1024"
+		case "medium":
+			budget = "8192"
+		case "high", "xhigh", "max":
+			budget = "24576"
+		default:
+			return errBadRequest("unsupported_value", `"reasoning_effort" value "`+effort+`" is not supported for Gemini models`)
+		}
+		gen.ThinkingConfig = &gemThinkingConfig{ThinkingBudget: json.RawMessage(budget)}
+	}
+	if raw := top["response_format"]; !gemIsNull(raw) {
+		rf, ok := gemParseObject(raw)
+		if !ok {
+			return gemBadRequest(`"response_format" must be an object`)
+		}
+		typ, e := gemString(rf["type"], "response_format.type")
+		if e != nil {
+			return e
+		}
+		switch typ {
+		case "text":
+		case "json_object":
+			gen.ResponseMimeType = "application/json"
+		case "json_schema":
+			gen.ResponseMimeType = "application/json"
+			js, ok := gemParseObject(rf["json_schema"])
+			if !ok {
+				return gemBadRequest(`"response_format.json_schema" must be an object`)
+			}
+			schema := js["schema"]
+			if !gemIsNull(schema) {
+				if schema[0] != '{' {
+					return gemBadRequest(`"response_format.json_schema.schema" must be a JSON object`)
+				}
+				if conv, ok := gemConvertSchema(schema, 0, true); ok {
+					gen.ResponseSchema = conv
+				} else {
+					gen.ResponseJSONSchema = schema
+				}
+			}
+		default:
+			return errBadRequest("unsupported_value", `"response_format.type" value "`+typ+`" is not supported`)
+		}
+	}
+	return nil
+}
+
+// gemTools converts tools[] into function declarations.
+func gemTools(raw json.RawMessage) ([]gemFuncDecl, *apiError) {
+	if gemIsNull(raw) {
+		return nil, nil
+	}
+	arr, ok := gemParseArray(raw)
+	if !ok {
+		return nil, gemBadRequest(`"tools" must be an array`)
+	}
+	var decls []gemFuncDecl
+	for i := 0; i < len(arr); i++ {
+		where := "tools[" + strconv.Itoa(i) + "]"
+		tool, ok := gemParseObject(arr[i])
+		if !ok {
+			return nil, gemBadRequest(`"` + where + `" must be an object`)
+		}
+		if t := tool["type"]; !gemIsNull(t) {
+			typ, e := gemString(t, where+".type")
+			if e != nil {
+				return nil, e
+			}
+			if typ != "function" {
+				return nil, gemUnsupported(`"` + where + `.type" "` + typ + `" is not supported for Gemini models (only "function")`)
+			}
+		}
+		fn, ok := gemParseObject(tool["function"])
+		if !ok {
+			return nil, gemBadRequest(`"` + where + `.function" must be an object`)
+		}
+		name, e := gemString(fn["name"], where+".function.name")
+		if e != nil {
+			return nil, e
+		}
+		if name == "" {
+			return nil, gemBadRequest(`"` + where + `.function.name" must not be empty`)
+		}
+		d := gemFuncDecl{Name: name}
+		if raw := fn["description"]; !gemIsNull(raw) {
+			desc, de := gemString(raw, where+".function.description")
+			if de != nil {
+				return nil, de
+			}
+			d.Description = desc
+		}
+		if params := fn["parameters"]; !gemIsNull(params) {
+			if params[0] != '{' {
+				return nil, gemBadRequest(`"` + where + `.function.parameters" must be a JSON object`)
+			}
+			if !gemEmptyObjectSchema(params) {
+				if conv, ok := gemConvertSchema(params, 0, false); ok {
+					d.Parameters = conv
+				} else {
+					d.ParametersJSONSchema = params
+				}
+			}
+		}
+		decls = append(decls, d)
+	}
+	return decls, nil
+}
+
+// gemToolChoice maps tool_choice, possibly narrowing the declarations.
+func gemToolChoice(raw json.RawMessage, decls []gemFuncDecl) (*gemToolConfig, []gemFuncDecl, *apiError) {
+	if gemIsNull(raw) {
+		return nil, decls, nil
+	}
+	mode := ""
+	var names []string
+	narrow := false
+	if raw[0] == '"' {
+		s, e := gemString(raw, "tool_choice")
+		if e != nil {
+			return nil, nil, e
+		}
+		switch s {
+		case "auto":
+			mode = "AUTO"
+		case "none":
+			mode = "NONE"
+		case "required":
+			mode = "ANY"
+		default:
+			return nil, nil, gemBadRequest(`"tool_choice" must be "auto", "none", "required" or an object`)
+		}
+	} else {
+		obj, ok := gemParseObject(raw)
+		if !ok {
+			return nil, nil, gemBadRequest(`"tool_choice" must be a string or an object`)
+		}
+		typ, e := gemString(obj["type"], "tool_choice.type")
+		if e != nil {
+			return nil, nil, e
+		}
+		switch typ {
+		case "function":
+			fn, ok := gemParseObject(obj["function"])
+			if !ok {
+				return nil, nil, gemBadRequest(`"tool_choice.function" must be an object`)
+			}
+			name, e := gemString(fn["name"], "tool_choice.function.name")
+			if e != nil {
+				return nil, nil, e
+			}
+			mode = "ANY"
+			names = []string{name}
+		case "allowed_tools":
+			at, ok := gemParseObject(obj["allowed_tools"])
+			if !ok {
+				return nil, nil, gemBadRequest(`"tool_choice.allowed_tools" must be an object`)
+			}
+			m, e := gemString(at["mode"], "tool_choice.allowed_tools.mode")
+			if e != nil {
+				return nil, nil, e
+			}
+			switch m {
+			case "auto":
+				mode = "AUTO"
+				narrow = true
+			case "required":
+				mode = "ANY"
+			default:
+				return nil, nil, gemBadRequest(`"tool_choice.allowed_tools.mode" must be "auto" or "required"`)
+			}
+			list, ok := gemParseArray(at["tools"])
+			if !ok || len(list) == 0 {
+				return nil, nil, gemBadRequest(`"tool_choice.allowed_tools.tools" must be a non-empty array`)
+			}
+			for i := 0; i < len(list); i++ {
+				where := "tool_choice.allowed_tools.tools[" + strconv.Itoa(i) + "]"
+				t, ok := gemParseObject(list[i])
+				if !ok {
+					return nil, nil, gemBadRequest(`"` + where + `" must be an object`)
+				}
+				fn, ok := gemParseObject(t["function"])
+				if !ok {
+					return nil, nil, gemUnsupported(`"` + where + `" must be a function tool`)
+				}
+				name, e := gemString(fn["name"], where+".function.name")
+				if e != nil {
+					return nil, nil, e
+				}
+				names = append(names, name)
+			}
+		default:
+			return nil, nil, gemUnsupported(`"tool_choice.type" "` + typ + `" is not supported for Gemini models`)
+		}
+	}
+	if len(decls) == 0 {
+		if mode == "AUTO" || mode == "NONE" {
+			return nil, decls, nil
+		}
+		return nil, nil, gemBadRequest(`"tool_choice" requires "tools"`)
+	}
+	for i := 0; i < len(names); i++ {
+		found := false
+		for j := 0; j < len(decls); j++ {
+			if decls[j].Name == names[i] {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return nil, nil, gemBadRequest(`"tool_choice" names the function "` + names[i] + `", which is not in "tools"`)
+		}
+	}
+	cfg := &gemToolConfig{FunctionCallingConfig: gemFuncCallingConfig{Mode: mode}}
+	if narrow {
+		var kept []gemFuncDecl
+		for j := 0; j < len(decls); j++ {
+			for i := 0; i < len(names); i++ {
+				if decls[j].Name == names[i] {
+					kept = append(kept, decls[j])
+					break
+				}
+			}
+		}
+		return cfg, kept, nil
+	}
+	cfg.FunctionCallingConfig.AllowedFunctionNames = names
+	return cfg, decls, nil
+}
+
+// gemMessages converts messages[] into systemInstruction and contents.
+func gemMessages(raw json.RawMessage) (*gemContentOut, []gemContentOut, *apiError) {
+	msgs, ok := gemParseArray(raw)
+	if !ok || len(msgs) == 0 {
+		return nil, nil, gemBadRequest(`"messages" must be a non-empty array`)
+	}
+	var sys *gemContentOut
+	var contents []gemContentOut
+	add := func(role string, parts []gemPartOut) {
+		if len(parts) == 0 {
+			return
+		}
+		n := len(contents)
+		if n > 0 && contents[n-1].Role == role {
+			contents[n-1].Parts = append(contents[n-1].Parts, parts...)
+			return
+		}
+		contents = append(contents, gemContentOut{Role: role, Parts: parts})
+	}
+	callNames := map[string]string{}
+	for i := 0; i < len(msgs); i++ {
+		where := "messages[" + strconv.Itoa(i) + "]"
+		m, ok := gemParseObject(msgs[i])
+		if !ok {
+			return nil, nil, gemBadRequest(`"` + where + `" must be an object`)
+		}
+		role, e := gemString(m["role"], where+".role")
+		if e != nil {
+			return nil, nil, e
+		}
+		switch role {
+		case "system", "developer":
+			if gemIsNull(m["content"]) {
+				return nil, nil, gemBadRequest(`"` + where + `.content" is required`)
+			}
+			parts, e := gemContentParts(m["content"], where, "system")
+			if e != nil {
+				return nil, nil, e
+			}
+			if len(parts) > 0 {
+				if sys == nil {
+					sys = &gemContentOut{}
+				}
+				sys.Parts = append(sys.Parts, parts...)
+			}
+		case "user":
+			if gemIsNull(m["content"]) {
+				return nil, nil, gemBadRequest(`"` + where + `.content" is required`)
+			}
+			parts, e := gemContentParts(m["content"], where, "user")
+			if e != nil {
+				return nil, nil, e
+			}
+			add("user", parts)
+		case "assistant":
+			parts, e := gemContentParts(m["content"], where, "assistant")
+			if e != nil {
+				return nil, nil, e
+			}
+			calls, e := gemAssistantCalls(m["tool_calls"], where, callNames)
+			if e != nil {
+				return nil, nil, e
+			}
+			if !gemIsNull(m["function_call"]) {
+				return nil, nil, gemUnsupported(`"` + where + `.function_call" is deprecated and not supported for Gemini models; use "tool_calls"`)
+			}
+			add("model", append(parts, calls...))
+		case "tool":
+			id, e := gemString(m["tool_call_id"], where+".tool_call_id")
+			if e != nil {
+				return nil, nil, e
+			}
+			name, found := callNames[id]
+			if !found {
+				return nil, nil, gemBadRequest(`"` + where + `.tool_call_id" "` + id + `" does not match a tool call of an earlier assistant message`)
+			}
+			output, e := gemToolOutput(m["content"], where)
+			if e != nil {
+				return nil, nil, e
+			}
+			add("user", []gemPartOut{{FunctionResponse: &gemFuncRespOut{Name: name, Response: gemFuncRespBody{Output: output}}}})
+		case "function":
+			return nil, nil, gemUnsupported(`"` + where + `.role" "function" is deprecated and not supported for Gemini models; use "tool"`)
+		default:
+			return nil, nil, gemBadRequest(`"` + where + `.role" "` + role + `" is not a valid role`)
+		}
+	}
+	if len(contents) == 0 {
+		return nil, nil, gemBadRequest(`"messages" must contain at least one user or assistant message with content`)
+	}
+	return sys, contents, nil
+}

@@ -1,0 +1,342 @@
+package gateway
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+)
+
+// Message content: parts, tool calls and tool outputs.
+
+// gemContentParts converts a message's content. User messages may carry
+// image, audio and file parts, assistant messages refusal parts, system
+// messages text only.
+func gemContentParts(raw json.RawMessage, where string, kind string) ([]gemPartOut, *apiError) {
+	media := kind == "user"
+	if gemIsNull(raw) {
+		return nil, nil
+	}
+	if raw[0] == '"' {
+		s, e := gemString(raw, where+".content")
+		if e != nil {
+			return nil, e
+		}
+		if s == "" {
+			return nil, nil
+		}
+		return []gemPartOut{{Text: s}}, nil
+	}
+	arr, ok := gemParseArray(raw)
+	if !ok {
+		return nil, gemBadRequest(`"` + where + `.content" must be a string or an array of content parts`)
+	}
+	var parts []gemPartOut
+	for j := 0; j < len(arr); j++ {
+		pw := where + ".content[" + strconv.Itoa(j) + "]"
+		p, ok := gemParseObject(arr[j])
+		if !ok {
+			return nil, gemBadRequest(`"` + pw + `" must be an object`)
+		}
+		typ, e := gemString(p["type"], pw+".type")
+		if e != nil {
+			return nil, e
+		}
+		switch {
+		case typ == "text":
+			s, e := gemString(p["text"], pw+".text")
+			if e != nil {
+				return nil, e
+			}
+			if s != "" {
+				parts = append(parts, gemPartOut{Text: s})
+			}
+		case typ == "refusal" && kind == "assistant":
+			s, e := gemString(p["refusal"], pw+".refusal")
+			if e != nil {
+				return nil, e
+			}
+			if s != "" {
+				parts = append(parts, gemPartOut{Text: s})
+			}
+		case typ == "image_url" && media:
+			part, e := gemImagePart(p["image_url"], pw)
+			if e != nil {
+				return nil, e
+			}
+			parts = append(parts, part)
+		case typ == "input_audio" && media:
+			part, e := gemAudioPart(p["input_audio"], pw)
+			if e != nil {
+				return nil, e
+			}
+			parts = append(parts, part)
+		case typ == "file" && media:
+			part, e := gemFilePart(p["file"], pw)
+			if e != nil {
+				return nil, e
+			}
+			parts = append(parts, part)
+		default:
+			return nil, gemUnsupported(`"` + pw + `.type" "` + typ + `" is not supported in this message for Gemini models`)
+		}
+	}
+	return parts, nil
+}
+
+// gemDataURL splits "data:<mime>;base64,<data>".
+func gemDataURL(url string) (mime, data string, ok bool) {
+	if !strings.HasPrefix(url, "data:") {
+		return "", "", false
+	}
+	comma := strings.IndexByte(url, ',')
+	if comma < 0 {
+		return "", "", false
+	}
+	meta := url[len("data:"):comma]
+	if !strings.HasSuffix(meta, ";base64") {
+		return "", "", false
+	}
+	mime = strings.TrimSuffix(meta, ";base64")
+	if i := strings.IndexByte(mime, ';'); i >= 0 {
+		mime = mime[:i]
+	}
+	data = url[comma+1:]
+	if mime == "" || data == "" {
+		return "", "", false
+	}
+	return mime, data, true
+}
+
+// gemMimeFromPath guesses a MIME type from a URL path or file name.
+func gemMimeFromPath(p string) string {
+	if i := strings.IndexAny(p, "?#"); i >= 0 {
+		p = p[:i]
+	}
+	dot := strings.LastIndexByte(p, '.')
+	if dot < 0 || strings.IndexByte(p[dot:], '/') >= 0 {
+		return ""
+	}
+	switch strings.ToLower(p[dot+1:]) {
+	case "png":
+		return "image/png"
+	case "jpg", "jpeg":
+		return "image/jpeg"
+	case "webp":
+		return "image/webp"
+	case "gif":
+		return "image/gif"
+	case "heic":
+		return "image/heic"
+	case "heif":
+		return "image/heif"
+	case "pdf":
+		return "application/pdf"
+	case "txt":
+		return "text/plain"
+	case "wav":
+		return "audio/wav"
+	case "mp3":
+		return "audio/mp3"
+	}
+	return ""
+}
+
+func gemImagePart(raw json.RawMessage, where string) (gemPartOut, *apiError) {
+	obj, ok := gemParseObject(raw)
+	if !ok {
+		return gemPartOut{}, gemBadRequest(`"` + where + `.image_url" must be an object`)
+	}
+	url, e := gemString(obj["url"], where+".image_url.url")
+	if e != nil {
+		return gemPartOut{}, e
+	}
+	if strings.HasPrefix(url, "data:") {
+		mime, data, ok := gemDataURL(url)
+		if !ok {
+			return gemPartOut{}, gemBadRequest(`"` + where + `.image_url.url" must be a base64 data URL ("data:<mime>;base64,<data>") or an http(s) URL`)
+		}
+		return gemPartOut{InlineData: &gemBlob{MimeType: mime, Data: data}}, nil
+	}
+	lower := strings.ToLower(url)
+	if strings.HasPrefix(lower, "https://") || strings.HasPrefix(lower, "http://") {
+		mime := gemMimeFromPath(url)
+		if mime == "" {
+			mime = "image/jpeg"
+		}
+		return gemPartOut{FileData: &gemFileData{MimeType: mime, FileURI: url}}, nil
+	}
+	return gemPartOut{}, gemBadRequest(`"` + where + `.image_url.url" must be a base64 data URL or an http(s) URL`)
+}
+
+func gemAudioPart(raw json.RawMessage, where string) (gemPartOut, *apiError) {
+	obj, ok := gemParseObject(raw)
+	if !ok {
+		return gemPartOut{}, gemBadRequest(`"` + where + `.input_audio" must be an object`)
+	}
+	data, e := gemString(obj["data"], where+".input_audio.data")
+	if e != nil {
+		return gemPartOut{}, e
+	}
+	format, e := gemString(obj["format"], where+".input_audio.format")
+	if e != nil {
+		return gemPartOut{}, e
+	}
+	mime := ""
+	switch format {
+	case "wav":
+		mime = "audio/wav"
+	case "mp3":
+		mime = "audio/mp3"
+	default:
+		return gemPartOut{}, gemUnsupported(`"` + where + `.input_audio.format" "` + format + `" is not supported (use "wav" or "mp3")`)
+	}
+	if data == "" {
+		return gemPartOut{}, gemBadRequest(`"` + where + `.input_audio.data" must not be empty`)
+	}
+	return gemPartOut{InlineData: &gemBlob{MimeType: mime, Data: data}}, nil
+}
+
+func gemFilePart(raw json.RawMessage, where string) (gemPartOut, *apiError) {
+	obj, ok := gemParseObject(raw)
+	if !ok {
+		return gemPartOut{}, gemBadRequest(`"` + where + `.file" must be an object`)
+	}
+	if !gemIsNull(obj["file_id"]) {
+		return gemPartOut{}, gemUnsupported(`"` + where + `.file.file_id" is not supported for Gemini models; send "file_data"`)
+	}
+	data, e := gemString(obj["file_data"], where+".file.file_data")
+	if e != nil {
+		return gemPartOut{}, e
+	}
+	if strings.HasPrefix(data, "data:") {
+		mime, b64, ok := gemDataURL(data)
+		if !ok {
+			return gemPartOut{}, gemBadRequest(`"` + where + `.file.file_data" is not a base64 data URL`)
+		}
+		return gemPartOut{InlineData: &gemBlob{MimeType: mime, Data: b64}}, nil
+	}
+	name := ""
+	if raw := obj["filename"]; !gemIsNull(raw) {
+		fn, fe := gemString(raw, where+".file.filename")
+		if fe != nil {
+			return gemPartOut{}, fe
+		}
+		name = fn
+	}
+	mime := gemMimeFromPath(name)
+	if mime == "" || data == "" {
+		return gemPartOut{}, gemBadRequest(`"` + where + `.file.file_data" must be a base64 data URL, or base64 with a "filename" of a known type`)
+	}
+	return gemPartOut{InlineData: &gemBlob{MimeType: mime, Data: data}}, nil
+}
+
+// gemAssistantCalls converts tool_calls and records id → name.
+func gemAssistantCalls(raw json.RawMessage, where string, names map[string]string) ([]gemPartOut, *apiError) {
+	if gemIsNull(raw) {
+		return nil, nil
+	}
+	arr, ok := gemParseArray(raw)
+	if !ok {
+		return nil, gemBadRequest(`"` + where + `.tool_calls" must be an array`)
+	}
+	var parts []gemPartOut
+	for j := 0; j < len(arr); j++ {
+		cw := where + ".tool_calls[" + strconv.Itoa(j) + "]"
+		call, ok := gemParseObject(arr[j])
+		if !ok {
+			return nil, gemBadRequest(`"` + cw + `" must be an object`)
+		}
+		if t := call["type"]; !gemIsNull(t) {
+			typ, e := gemString(t, cw+".type")
+			if e != nil {
+				return nil, e
+			}
+			if typ != "function" {
+				return nil, gemUnsupported(`"` + cw + `.type" "` + typ + `" is not supported for Gemini models`)
+			}
+		}
+		fn, ok := gemParseObject(call["function"])
+		if !ok {
+			return nil, gemBadRequest(`"` + cw + `.function" must be an object`)
+		}
+		name, e := gemString(fn["name"], cw+".function.name")
+		if e != nil {
+			return nil, e
+		}
+		if name == "" {
+			return nil, gemBadRequest(`"` + cw + `.function.name" must not be empty`)
+		}
+		args := json.RawMessage("{}")
+		if raw := fn["arguments"]; !gemIsNull(raw) {
+			s, e := gemString(raw, cw+".function.arguments")
+			if e != nil {
+				return nil, e
+			}
+			s = strings.TrimSpace(s)
+			if s != "" {
+				if s[0] != '{' || !json.Valid([]byte(s)) {
+					return nil, gemBadRequest(`"` + cw + `.function.arguments" must be a JSON object encoded as a string`)
+				}
+				args = json.RawMessage(s)
+			}
+		}
+		if rawID := call["id"]; !gemIsNull(rawID) {
+			id, e := gemString(rawID, cw+".id")
+			if e != nil {
+				return nil, e
+			}
+			names[id] = name
+		}
+		parts = append(parts, gemPartOut{FunctionCall: &gemFuncCallOut{Name: name, Args: args}})
+	}
+	return parts, nil
+}
+
+// gemToolOutput turns a tool message's content into functionResponse
+// output: a JSON object as is, anything else as a string.
+func gemToolOutput(raw json.RawMessage, where string) (json.RawMessage, *apiError) {
+	text := ""
+	switch {
+	case gemIsNull(raw):
+	case raw[0] == '"':
+		s, e := gemString(raw, where+".content")
+		if e != nil {
+			return nil, e
+		}
+		text = s
+	default:
+		arr, ok := gemParseArray(raw)
+		if !ok {
+			return nil, gemBadRequest(`"` + where + `.content" must be a string or an array of text parts`)
+		}
+		var sb strings.Builder
+		for j := 0; j < len(arr); j++ {
+			pw := where + ".content[" + strconv.Itoa(j) + "]"
+			p, ok := gemParseObject(arr[j])
+			if !ok {
+				return nil, gemBadRequest(`"` + pw + `" must be an object`)
+			}
+			typ, e := gemString(p["type"], pw+".type")
+			if e != nil {
+				return nil, e
+			}
+			if typ != "text" {
+				return nil, gemUnsupported(`"` + pw + `.type" "` + typ + `" is not supported in a tool message for Gemini models`)
+			}
+			s, e := gemString(p["text"], pw+".text")
+			if e != nil {
+				return nil, e
+			}
+			sb.WriteString(s)
+		}
+		text = sb.String()
+	}
+	trimmed := strings.TrimSpace(text)
+	if strings.HasPrefix(trimmed, "{") && json.Valid([]byte(trimmed)) {
+		return json.RawMessage(trimmed), nil
+	}
+	return gemQuote(text), nil
+}
+
+// ---------------------------------------------------------------------
+// JSON Schema → Gemini Schema (OpenAPI 3.0 subset)
