@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"io"
 	"strings"
 	"testing"
@@ -51,4 +52,42 @@ func TestSSEReaderCleanEnd(t *testing.T) {
 	if _, err := s.next(); err != io.EOF || s.partial {
 		t.Fatalf("err %v partial %v", err, s.partial)
 	}
+}
+
+// FuzzSSEReader: the reader never panics, never returns more than its
+// limit, and every event it returns is a verbatim slice of the input in
+// order, carrying at least one field.
+func FuzzSSEReader(f *testing.F) {
+	f.Add([]byte("event: a\ndata: {}\n\n"), 64)
+	f.Add([]byte("data: x\r\ndata: y\r\n\r\n: c\n\ndata"), 8)
+	f.Add([]byte("\n\n\n:only comments\n\n"), 1000)
+	f.Fuzz(func(t *testing.T, in []byte, limit int) {
+		if limit < 0 {
+			limit = -limit
+		}
+		s := newSSEReader(bytes.NewReader(in), int64(limit))
+		rest := in
+		total := 0
+		for {
+			ev, err := s.next()
+			if err != nil {
+				if err != io.EOF && err != errStreamTooLarge {
+					t.Fatalf("unexpected error %v", err)
+				}
+				return
+			}
+			total += len(ev.raw)
+			if total > limit {
+				t.Fatalf("returned %d bytes past the %d limit", total, limit)
+			}
+			i := bytes.Index(rest, ev.raw)
+			if i < 0 {
+				t.Fatalf("event %q is not in the remaining input", ev.raw)
+			}
+			rest = rest[i+len(ev.raw):]
+			if !bytes.HasSuffix(ev.raw, []byte("\n")) {
+				t.Fatalf("event %q returned without its blank line", ev.raw)
+			}
+		}
+	})
 }

@@ -57,6 +57,9 @@ type discoverer struct {
 
 func newDiscoverer(c *compiledConfig, transport http.RoundTripper, log *logger) *discoverer {
 	ctx, cancel := context.WithCancel(context.Background())
+	if c.retry.retries > 0 {
+		transport = &retryingTransport{rt: transport, settings: c.retry}
+	}
 	d := &discoverer{transport: transport, log: log, now: time.Now, retryDelay: warmFillRetryDelay, ctx: ctx, cancel: cancel}
 	for i := 0; i < len(c.providerNames); i++ {
 		p := c.providers[c.providerNames[i]]

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/rand"
 	"net/http"
 	"strconv"
@@ -91,4 +92,35 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 // transientStatus is the retry classification for an upstream answer.
 func transientStatus(status int) bool {
 	return status == http.StatusTooManyRequests || status >= 500
+}
+
+// retryingTransport applies the retry policy to discovery's model
+// listing: body-less GETs, safe to resend. A transient failure's body is
+// drained and discarded.
+type retryingTransport struct {
+	rt       http.RoundTripper
+	settings retrySettings
+}
+
+func (t *retryingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	for attempt := 0; ; attempt++ {
+		resp, err := t.rt.RoundTrip(req)
+		last := attempt >= t.settings.retries || req.Context().Err() != nil
+		status, retryAfter := 0, ""
+		switch {
+		case err != nil:
+			if last {
+				return nil, err
+			}
+		case transientStatus(resp.StatusCode) && !last:
+			status, retryAfter = resp.StatusCode, resp.Header.Get("Retry-After")
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+			_ = resp.Body.Close()
+		default:
+			return resp, nil
+		}
+		if !sleepCtx(req.Context(), t.settings.retryWait(attempt+1, status, retryAfter)) {
+			return nil, req.Context().Err()
+		}
+	}
 }

@@ -311,3 +311,19 @@ func TestRetryConfigErrors(t *testing.T) {
 		t.Fatalf("defaults = %+v, want 1 retry, 250ms", g.cfg.retry)
 	}
 }
+
+func TestRetryDiscoveryListing(t *testing.T) {
+	up := scriptedUpstream(t, statusReply(503, ""), okJSON(`{"object":"list","data":[{"id":"found-1","object":"model"}]}`))
+	cfg := `{` + retryExtra(1) + `
+  "providers": {"p": {"type": "openai", "baseUrl": "` + up.URL + `", "discovery": true}},
+  "groups": {"all": {}},
+  "users": {"inline": [{"name": "alice", "group": "all", "apiKey": "` + testAliceKey + `"}]}}`
+	srv, _, _ := serveWithUsage(t, cfg)
+	status, _, body := do(t, "GET", srv.URL+"/v1/models", testAliceKey, "")
+	if status != 200 || !strings.Contains(body, `"found-1"`) {
+		t.Fatalf("models %d %s", status, body)
+	}
+	if up.count() != 2 {
+		t.Fatalf("listing calls %d, want 2 (one retry)", up.count())
+	}
+}
