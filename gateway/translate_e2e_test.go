@@ -1,12 +1,14 @@
 package gateway
 
 import (
+	"bufio"
 	"encoding/json"
 	"io"
 	"net/http"
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 // End-to-end through the pipeline: an OpenAI-shaped client request to
@@ -187,5 +189,74 @@ func TestTranslatedErrors(t *testing.T) {
 	}
 	if up.count() != 2 {
 		t.Fatal("a refused translation reached the upstream")
+	}
+}
+
+// A translated stream is incremental: the upstream holds its second half
+// until the client has read the first translated content chunk. A gateway
+// that buffered the stream would deadlock here (caught by the deadline).
+func TestTranslatedStreamsAreIncremental(t *testing.T) {
+	cases := []struct {
+		name, model, first, rest, want string
+	}{
+		{"anthropic", "ant/claude-x",
+			"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n" +
+				"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n" +
+				"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"FIRST\"}}\n\n",
+			"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n" +
+				"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":2}}\n\n" +
+				"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+			"FIRST"},
+		{"gemini", "gem/gemini-x",
+			"data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"FIRST\"}]},\"index\":0}]}\n\n",
+			"data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\" second\"}]},\"finishReason\":\"STOP\",\"index\":0}],\"usageMetadata\":{\"promptTokenCount\":1,\"candidatesTokenCount\":2}}\n\n",
+			"FIRST"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			clientGotFirst := make(chan struct{})
+			up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = io.WriteString(w, tc.first)
+				w.(http.Flusher).Flush()
+				select {
+				case <-clientGotFirst:
+				case <-r.Context().Done():
+					return
+				case <-time.After(10 * time.Second):
+					return // the test fails below: the client never saw FIRST early
+				}
+				_, _ = io.WriteString(w, tc.rest)
+			})
+			srv, _, _ := serveWithUsage(t, translatedConfig(up.URL, ""))
+			req, _ := http.NewRequest("POST", srv.URL+"/v1/chat/completions",
+				strings.NewReader(`{"model":"`+tc.model+`","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+			req.Header.Set("Authorization", "Bearer "+testAliceKey)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			rd := bufio.NewReader(resp.Body)
+			var seen strings.Builder
+			released := false
+			for {
+				line, err := rd.ReadString('\n')
+				seen.WriteString(line)
+				if !released && strings.Contains(line, tc.want) {
+					close(clientGotFirst)
+					released = true
+				}
+				if err != nil {
+					break
+				}
+			}
+			if !released {
+				t.Fatalf("the first chunk never reached the client before the upstream finished: %s", seen.String())
+			}
+			if !strings.Contains(seen.String(), "data: [DONE]") || strings.Contains(seen.String(), `"error"`) {
+				t.Fatalf("stream did not finish cleanly: %s", seen.String())
+			}
+		})
 	}
 }
