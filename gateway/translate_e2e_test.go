@@ -260,3 +260,26 @@ func TestTranslatedStreamsAreIncremental(t *testing.T) {
 		})
 	}
 }
+
+// Gemini refuses a bad key with a 400 (API_KEY_INVALID): that is the
+// gateway's credential failing, so the caller gets a 502, as for a 401.
+func TestGeminiBadProviderKeyIs502(t *testing.T) {
+	up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(400)
+		_, _ = io.WriteString(w, `{"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"API_KEY_INVALID"}]}}`)
+	})
+	srv, _, _ := serveWithUsage(t, translatedConfig(up.URL, ""))
+	resp, body := send(t, srv.URL, testRequest{method: "POST", path: "/v1/chat/completions", headers: bearer(testAliceKey),
+		body: `{"model":"gem/gemini-x","messages":[{"role":"user","content":"hi"}]}`})
+	expectEnvelope(t, resp, body, 502, "server_error", "upstream_error")
+	// An ordinary 400 stays the caller's.
+	up2 := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(400)
+		_, _ = io.WriteString(w, `{"error":{"code":400,"message":"bad schema","status":"INVALID_ARGUMENT"}}`)
+	})
+	srv2, _, _ := serveWithUsage(t, translatedConfig(up2.URL, ""))
+	resp, body = send(t, srv2.URL, testRequest{method: "POST", path: "/v1/chat/completions", headers: bearer(testAliceKey),
+		body: `{"model":"gem/gemini-x","messages":[{"role":"user","content":"hi"}]}`})
+	expectEnvelope(t, resp, body, 400, "invalid_request_error", "upstream_error")
+}

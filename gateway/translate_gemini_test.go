@@ -205,7 +205,7 @@ var geminiStreamCases = []struct {
 		usage: `{"completion_tokens":8,"completion_tokens_details":{"reasoning_tokens":0},"prompt_tokens":410,"prompt_tokens_details":{"cached_tokens":0},"total_tokens":418}`},
 	{name: "function_calls", id: "chatcmpl-test", content: "Checking both.", finish: "tool_calls",
 		calls: []gemAccCall{
-			{id: "call_test_0", name: "get_weather", args: `{"city":"Paris","units":"metric"}`},
+			{id: "call_test_0_tsig_c2lnbmF0dXJlLTE", name: "get_weather", args: `{"city":"Paris","units":"metric"}`},
 			{id: "call_test_1", name: "get_time", args: `{"tz":"Europe/Paris"}`},
 		},
 		usage: `{"completion_tokens":31,"completion_tokens_details":{"reasoning_tokens":0},"prompt_tokens":52,"prompt_tokens_details":{"cached_tokens":0},"total_tokens":83}`},
@@ -584,7 +584,7 @@ func TestGeminiChatResponse(t *testing.T) {
 				"  \"usageMetadata\": {\"promptTokenCount\": 1200, \"candidatesTokenCount\": 20, \"thoughtsTokenCount\": 96, \"cachedContentTokenCount\": 1024, \"totalTokenCount\": 1316}\n}",
 			want: `{"id":"chatcmpl-test","object":"chat.completion","created":1700000000,"model":"gemini-alias","choices":[{"index":0,` +
 				`"message":{"role":"assistant","content":"Checking.","refusal":null,"tool_calls":[` +
-				`{"id":"call_test_0","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\",\"n\":[1,2.50]}"}},` +
+				`{"id":"call_test_0_tsig_c2ln","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\",\"n\":[1,2.50]}"}},` +
 				`{"id":"call_test_1","type":"function","function":{"name":"get_time","arguments":"{}"}}]},"logprobs":null,"finish_reason":"tool_calls"}],` +
 				`"usage":{"prompt_tokens":1200,"completion_tokens":116,"total_tokens":1316,"prompt_tokens_details":{"cached_tokens":1024},"completion_tokens_details":{"reasoning_tokens":96}}}`,
 			u: usage{promptTokens: 1200, completionTokens: 116, cacheReadTokens: 1024, reported: true}},
@@ -854,5 +854,47 @@ func TestGeminiImageResponse(t *testing.T) {
 		if e == nil || e.status != cases[i].status || e.code != cases[i].code {
 			t.Errorf("%q: %+v, want %d %s", cases[i].body, e, cases[i].status, cases[i].code)
 		}
+	}
+}
+
+// A thought signature rides in the tool call id and is restored on the
+// function call part of the next request (Gemini 3 refuses the turn
+// otherwise).
+func TestGeminiThoughtSignatureRoundTrip(t *testing.T) {
+	sig := "CiQB+/w="
+	resp := `{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"f","args":{}},"thoughtSignature":"` + sig + `"}]},"finishReason":"STOP"}],"responseId":"r1"}`
+	out, _, e := geminiChatResponse([]byte(resp), geminiTestContext())
+	if e != nil {
+		t.Fatal(e)
+	}
+	var got struct {
+		Choices []struct {
+			Message struct {
+				ToolCalls []struct{ ID string } `json:"tool_calls"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil || len(got.Choices) != 1 || len(got.Choices[0].Message.ToolCalls) != 1 {
+		t.Fatalf("response %s", out)
+	}
+	id := got.Choices[0].Message.ToolCalls[0].ID
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			t.Fatalf("id %q has %q outside [A-Za-z0-9_-]", id, c)
+		}
+	}
+	next := `{"model":"m","messages":[{"role":"user","content":"hi"},` +
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"` + id + `","type":"function","function":{"name":"f","arguments":"{}"}}]},` +
+		`{"role":"tool","tool_call_id":"` + id + `","content":"ok"}]}`
+	req, _, e := geminiChatRequest([]byte(next))
+	if e != nil {
+		t.Fatal(e)
+	}
+	if !strings.Contains(string(req), `"thoughtSignature":"`+sig+`"`) {
+		t.Fatalf("signature not restored: %s", req)
+	}
+	if !strings.Contains(string(req), `"functionResponse":{"name":"f"`) {
+		t.Fatalf("tool result not matched to its call: %s", req)
 	}
 }

@@ -203,6 +203,15 @@ func openAISpeech(g *Gateway, w http.ResponseWriter, r *http.Request, c *unified
 	}
 }
 
+// attributed names the provider in an upstream-side error a translator
+// raised (the translators know the provider's type, not its name).
+func attributed(p *providerRuntime, e *apiError) *apiError {
+	if e != nil && e.status >= 500 {
+		e.message = "provider \"" + p.name + "\": " + e.message
+	}
+	return e
+}
+
 // chatTranslation is a translating provider type's chat adapter: pure
 // translators plus the upstream URL.
 type chatTranslation struct {
@@ -238,7 +247,7 @@ func (t *chatTranslation) serve(g *Gateway, w http.ResponseWriter, r *http.Reque
 	if !stream {
 		out, u, e := t.response(x.data, tc)
 		if e != nil {
-			g.fail(w, r, e)
+			g.fail(w, r, attributed(p, e))
 			return
 		}
 		if !u.reported {
@@ -270,7 +279,7 @@ func (g *Gateway) translatedJSON(w http.ResponseWriter, r *http.Request, c *unif
 	defer x.done()
 	out, u, e := response(x.data)
 	if e != nil {
-		g.fail(w, r, e)
+		g.fail(w, r, attributed(c.provider, e))
 		return
 	}
 	c.record(g, u)

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"io"
@@ -287,7 +288,7 @@ func (g *Gateway) relayTranslated(w http.ResponseWriter, r *http.Request, c *uni
 			if err == io.EOF && !rd.partial {
 				out, fe := st.finish()
 				emit(out)
-				e = fe
+				e = attributed(p, fe)
 			} else {
 				e = streamReadFailure(p.name, x.wd, r, rd, err)
 			}
@@ -297,7 +298,7 @@ func (g *Gateway) relayTranslated(w http.ResponseWriter, r *http.Request, c *uni
 		out, te := st.event(ev)
 		emit(out)
 		if te != nil {
-			e = te
+			e = attributed(p, te)
 			break
 		}
 	}
@@ -319,7 +320,7 @@ func upstreamHTTPError(p *providerRuntime, resp *http.Response, body io.Reader) 
 	status := resp.StatusCode
 	kind := "invalid_request_error"
 	switch {
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+	case status == http.StatusUnauthorized || status == http.StatusForbidden || providerRefusedKey(p, status, data):
 		status = http.StatusBadGateway
 		kind = "server_error"
 	case status == http.StatusTooManyRequests:
@@ -335,6 +336,13 @@ func upstreamHTTPError(p *providerRuntime, resp *http.Response, body io.Reader) 
 	e.upstream = embedUpstreamBody(data)
 	e.retryAfter = resp.Header.Get("Retry-After")
 	return e
+}
+
+// providerRefusedKey recognises a refusal of the gateway's own provider
+// credential that does not come as 401/403: Gemini answers a bad key with
+// 400 INVALID_ARGUMENT, reason API_KEY_INVALID.
+func providerRefusedKey(p *providerRuntime, status int, body []byte) bool {
+	return p.kind == providerGemini && status == http.StatusBadRequest && bytes.Contains(body, []byte("API_KEY_INVALID"))
 }
 
 // fail logs e and writes it, unless the client already went away.

@@ -280,14 +280,16 @@ func gemAssistantCalls(raw json.RawMessage, where string, names map[string]strin
 				args = json.RawMessage(s)
 			}
 		}
+		signature := ""
 		if rawID := call["id"]; !gemIsNull(rawID) {
 			id, e := gemString(rawID, cw+".id")
 			if e != nil {
 				return nil, e
 			}
 			names[id] = name
+			signature = gemSignatureFromID(id)
 		}
-		parts = append(parts, gemPartOut{FunctionCall: &gemFuncCallOut{Name: name, Args: args}})
+		parts = append(parts, gemPartOut{FunctionCall: &gemFuncCallOut{Name: name, Args: args}, ThoughtSignature: signature})
 	}
 	return parts, nil
 }

@@ -62,14 +62,44 @@ func gemCallIDBase(responseID, idFallback string) string {
 	return strings.TrimPrefix(idFallback, "chatcmpl-")
 }
 
-func gemCallID(call *gemFuncCallIn, base string, n int) string {
-	if call.ID != "" {
-		return call.ID
+func gemCallID(call *gemFuncCallIn, base string, n int, signature string) string {
+	id := call.ID
+	if id == "" && base == "" {
+		id = "call_" + strconv.Itoa(n)
+	} else if id == "" {
+		id = "call_" + base + "_" + strconv.Itoa(n)
 	}
-	if base == "" {
-		return "call_" + strconv.Itoa(n)
+	return gemIDWithSignature(id, signature)
+}
+
+// gemSignatureMark separates a tool call id from the thought signature
+// it carries. The OpenAI shape has no place for Gemini's signature, but
+// clients echo tool call ids back verbatim, so the signature rides in the
+// id (base64url, so the id stays within [A-Za-z0-9_-]) and is restored on
+// the function call part of the next request.
+const gemSignatureMark = "_tsig_"
+
+func gemIDWithSignature(id, signature string) string {
+	if signature == "" {
+		return id
 	}
-	return "call_" + base + "_" + strconv.Itoa(n)
+	enc := strings.NewReplacer("+", "-", "/", "_", "=", "").Replace(signature)
+	return id + gemSignatureMark + enc
+}
+
+// gemSignatureFromID recovers the thought signature carried by a tool
+// call id ("" when it carries none).
+func gemSignatureFromID(id string) string {
+	i := strings.LastIndex(id, gemSignatureMark)
+	if i < 0 {
+		return ""
+	}
+	enc := id[i+len(gemSignatureMark):]
+	sig := strings.NewReplacer("-", "+", "_", "/").Replace(enc)
+	for len(sig)%4 != 0 {
+		sig += "="
+	}
+	return sig
 }
 
 func gemResponseID(responseID, idFallback string) string {
@@ -110,7 +140,7 @@ func geminiChatResponse(body []byte, tc translateContext) ([]byte, usage, *apiEr
 				}
 				if p.FunctionCall != nil {
 					calls = append(calls, gemOAToolCallOut{
-						ID:       gemCallID(p.FunctionCall, base, callN),
+						ID:       gemCallID(p.FunctionCall, base, callN, p.ThoughtSignature),
 						Type:     "function",
 						Function: gemOAFunctionOut{Name: p.FunctionCall.Name, Arguments: gemCallArgs(p.FunctionCall.Args)},
 					})
@@ -248,7 +278,7 @@ func (s *geminiStream) event(ev sseEvent) ([]byte, *apiError) {
 					text = ""
 					d := gemOAToolCallDelta{
 						Index:    s.calls,
-						ID:       gemCallID(p.FunctionCall, s.callBase, s.calls),
+						ID:       gemCallID(p.FunctionCall, s.callBase, s.calls, p.ThoughtSignature),
 						Type:     "function",
 						Function: gemOAFunctionOut{Name: p.FunctionCall.Name, Arguments: gemCallArgs(p.FunctionCall.Args)},
 					}

@@ -37,6 +37,7 @@ type gemPartOut struct {
 	FileData         *gemFileData    `json:"fileData,omitempty"`
 	FunctionCall     *gemFuncCallOut `json:"functionCall,omitempty"`
 	FunctionResponse *gemFuncRespOut `json:"functionResponse,omitempty"`
+	ThoughtSignature string          `json:"thoughtSignature,omitempty"`
 }
 
 type gemContentOut struct {
@@ -104,6 +105,9 @@ type gemPartIn struct {
 	Text         *string        `json:"text"`
 	Thought      bool           `json:"thought"`
 	FunctionCall *gemFuncCallIn `json:"functionCall"`
+	// ThoughtSignature must be sent back with the function call it came
+	// with (Gemini 3 refuses the next turn otherwise).
+	ThoughtSignature string `json:"thoughtSignature"`
 }
 
 type gemContentIn struct {
