@@ -1,15 +1,36 @@
-// Package mockupstream is a deterministic OpenAI-wire-compatible upstream
-// for tests and benchmarks. It serves GET /v1/models, GET /v1/models/{id},
-// POST /v1/chat/completions (plain and streaming) and POST /v1/embeddings
-// in the exact OpenAI wire format, records the requests it receives, and
-// injects failures on request headers:
+// Package mockupstream is a deterministic upstream for tests and
+// benchmarks that speaks three wire formats on one server, chosen by path:
 //
-//	X-Mock-Status: 429         answer with an OpenAI error envelope and that status
+//   - OpenAI: GET /v1/models, GET /v1/models/{id}, POST /v1/chat/completions
+//     (plain and streaming) and POST /v1/embeddings.
+//   - Anthropic (anthropic.go): POST /v1/messages (plain and streaming),
+//     POST /v1/messages/count_tokens, and GET /v1/models[/{id}] in the
+//     Anthropic shape when the request carries an anthropic-version header.
+//     Requires x-api-key and anthropic-version.
+//   - Gemini v1beta (gemini.go): GET /v1beta/models[/{m}], POST
+//     /v1beta/models/{m}:generateContent, :streamGenerateContent (?alt=sse
+//     or a JSON array), :countTokens, :embedContent, :batchEmbedContents
+//     and Imagen's :predict. Requires x-goog-api-key (or ?key=).
+//
+// Each dialect answers errors in its own envelope. The mock records the
+// requests it receives and injects failures on request headers:
+//
+//	X-Mock-Status: 429         answer with an error envelope and that status
 //	X-Mock-Retry-After: 2      with X-Mock-Status, also send Retry-After
 //	X-Mock-Chunk-Delay: 300ms  delay between SSE events (overrides Options.ChunkDelay)
 //	X-Mock-Chunks: 3           number of content chunks (overrides Options.Chunks)
 //	X-Mock-Stall-After: 2      stream 2 events, then stall until the client goes away
-//	X-Mock-Error-After: 2      stream 2 events, then send a data: {"error":...} event and end
+//	X-Mock-Error-After: 2      stream 2 events, then send the dialect's error event and end
+//	X-Mock-Truncate-After: 2   stream 2 events, then end the response without error or terminator
+//	X-Mock-Tool-Call: 1        (Anthropic, Gemini) answer with a tool call
+//	X-Mock-SSE-CRLF: 1         end SSE lines with \r\n instead of \n
+//
+// A gateway in front of the mock usually does not forward such headers, so
+// the same knobs can ride in the URL: leading path segment pairs
+// "/x-mock-<name>/<value>" are removed from the path and applied as the
+// header "X-Mock-<Name>: <value>" (a provider baseUrl of
+// http://host/x-mock-error-after/3 makes every request to it fail after 3
+// events). Recorded requests show the stripped path and the applied headers.
 //
 // Replies are deterministic: ChunkText and ReplyText give the exact assistant
 // text, and the reply carries Chunks completion tokens.
@@ -39,7 +60,16 @@ const (
 	HeaderChunks     = "X-Mock-Chunks"
 	HeaderStallAfter = "X-Mock-Stall-After"
 	HeaderErrorAfter = "X-Mock-Error-After"
+	// HeaderTruncateAfter ends the stream cleanly (no error, no
+	// terminator) after that many events, like a dropped upstream.
+	HeaderTruncateAfter = "X-Mock-Truncate-After"
+	HeaderToolCall      = "X-Mock-Tool-Call"
+	HeaderSSECRLF       = "X-Mock-SSE-CRLF"
 )
+
+// PathKnobPrefix starts a path segment that carries a knob (see the
+// package documentation).
+const PathKnobPrefix = "/x-mock-"
 
 // DefaultCreated is the fixed "created" timestamp of every object the mock
 // returns unless Options.Created is set.
@@ -69,6 +99,20 @@ type Options struct {
 	// Created is the "created" timestamp in responses. Zero means
 	// DefaultCreated.
 	Created int64
+	// AnthropicModels is the Anthropic model list (GET /v1/models with an
+	// anthropic-version header). Empty means DefaultAnthropicModels.
+	// StrictModels applies to it for /v1/messages.
+	AnthropicModels []string
+	// GeminiModels is the Gemini model list (GET /v1beta/models). Empty
+	// means DefaultGeminiModels. StrictModels applies to it.
+	GeminiModels []string
+	// AnthropicAPIKey, when set, is the only x-api-key the Anthropic
+	// routes accept (401 authentication_error otherwise). Default: any
+	// non-empty key.
+	AnthropicAPIKey string
+	// GeminiAPIKey, when set, is the only key the Gemini routes accept
+	// (400 API_KEY_INVALID otherwise). Default: any non-empty key.
+	GeminiAPIKey string
 }
 
 // Recorded is one request as the mock received it.
@@ -112,6 +156,12 @@ func New(opts Options) *Server {
 	}
 	if opts.Created == 0 {
 		opts.Created = DefaultCreated
+	}
+	if len(opts.AnthropicModels) == 0 {
+		opts.AnthropicModels = append([]string(nil), DefaultAnthropicModels...)
+	}
+	if len(opts.GeminiModels) == 0 {
+		opts.GeminiModels = append([]string(nil), DefaultGeminiModels...)
 	}
 	return &Server{opts: opts, created: strconv.FormatInt(opts.Created, 10)}
 }
@@ -184,16 +234,26 @@ func Vector(input string, dims int) []float32 {
 	return v
 }
 
-// ServeHTTP answers the OpenAI routes.
+// ServeHTTP answers the OpenAI, Anthropic and Gemini routes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, 32<<20))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "mock: reading request body: "+err.Error(), "")
 		return
 	}
+	applyPathKnobs(r)
 	s.record(r, body)
 	seq := strconv.FormatInt(s.seq.Add(1), 10)
 	w.Header().Set("X-Request-Id", "req_mock_"+seq)
+
+	switch {
+	case isAnthropic(r):
+		s.serveAnthropic(w, r, body, seq)
+		return
+	case isGemini(r):
+		s.serveGemini(w, r, body, seq)
+		return
+	}
 
 	if v := r.Header.Get(HeaderStatus); v != "" {
 		code, err := strconv.Atoi(v)
@@ -232,6 +292,35 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveEmbeddings(w, body)
 	default:
 		writeError(w, http.StatusNotFound, "mock: unknown URL "+r.Method+" "+path, "unknown_url")
+	}
+}
+
+// applyPathKnobs moves leading "/x-mock-<name>/<value>" segment pairs of
+// the path into X-Mock-<Name> request headers.
+func applyPathKnobs(r *http.Request) {
+	path := r.URL.Path
+	changed := false
+	for strings.HasPrefix(strings.ToLower(path), PathKnobPrefix) {
+		rest := path[1:]
+		i := strings.IndexByte(rest, '/')
+		if i < 0 {
+			break
+		}
+		name := rest[:i]
+		rest = rest[i+1:]
+		value := rest
+		if j := strings.IndexByte(rest, '/'); j >= 0 {
+			value, rest = rest[:j], rest[j:]
+		} else {
+			rest = "/"
+		}
+		r.Header.Set(http.CanonicalHeaderKey(name), value)
+		path = rest
+		changed = true
+	}
+	if changed {
+		r.URL.Path = path
+		r.URL.RawPath = ""
 	}
 }
 
@@ -398,18 +487,21 @@ func countWords(content json.RawMessage) int {
 
 // streamParams are the per-request streaming knobs.
 type streamParams struct {
-	chunks     int
-	delay      time.Duration
-	stallAfter int
-	errorAfter int
+	chunks        int
+	delay         time.Duration
+	stallAfter    int
+	errorAfter    int
+	truncateAfter int
+	toolCall      bool // X-Mock-Tool-Call: 1
+	crlf          bool // X-Mock-SSE-CRLF: 1
 }
 
 func (s *Server) params(r *http.Request) (streamParams, string) {
-	p := streamParams{chunks: s.opts.Chunks, delay: s.opts.ChunkDelay, stallAfter: -1, errorAfter: -1}
+	p := streamParams{chunks: s.opts.Chunks, delay: s.opts.ChunkDelay, stallAfter: -1, errorAfter: -1, truncateAfter: -1}
 	ints := []struct {
 		header string
 		dst    *int
-	}{{HeaderChunks, &p.chunks}, {HeaderStallAfter, &p.stallAfter}, {HeaderErrorAfter, &p.errorAfter}}
+	}{{HeaderChunks, &p.chunks}, {HeaderStallAfter, &p.stallAfter}, {HeaderErrorAfter, &p.errorAfter}, {HeaderTruncateAfter, &p.truncateAfter}}
 	for _, field := range ints {
 		if v := r.Header.Get(field.header); v != "" {
 			n, err := strconv.Atoi(v)
@@ -426,6 +518,8 @@ func (s *Server) params(r *http.Request) (streamParams, string) {
 		}
 		p.delay = d
 	}
+	p.toolCall = r.Header.Get(HeaderToolCall) == "1"
+	p.crlf = r.Header.Get(HeaderSSECRLF) == "1"
 	return p, ""
 }
 
@@ -494,12 +588,7 @@ func appendUsage(b []byte, prompt, completion int) []byte {
 // stream writes the SSE sequence: role chunk, content chunks, finish chunk,
 // optional usage chunk, [DONE].
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, p streamParams, id string, model []byte, includeUsage bool, prompt int) {
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	rc.Flush()
+	rc := startSSE(w)
 
 	prefix := make([]byte, 0, 128)
 	prefix = append(prefix, `data: {"id":"`...)
@@ -541,6 +630,33 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, p streamParams, 
 	}
 	events = append(events, []byte("data: [DONE]\n\n"))
 
+	env := errorEnvelope(http.StatusInternalServerError, "mock: injected mid-stream error", "")
+	errEvent := append(append([]byte("data: "), env...), "\n\n"...)
+	playEvents(w, r, rc, p, events, errEvent)
+}
+
+// startSSE writes the headers of an event stream and flushes them.
+func startSSE(w http.ResponseWriter) *http.ResponseController {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	rc.Flush()
+	return rc
+}
+
+// playEvents writes events one by one, flushing after each, honouring the
+// delay, stall-after and error-after knobs of p. errEvent is what replaces
+// event p.errorAfter. With p.crlf every "\n" is sent as "\r\n".
+func playEvents(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, p streamParams, events [][]byte, errEvent []byte) {
+	write := func(e []byte) error {
+		if p.crlf {
+			e = bytes.ReplaceAll(e, []byte("\n"), []byte("\r\n"))
+		}
+		_, err := w.Write(e)
+		return err
+	}
 	ctx := r.Context()
 	for i, e := range events {
 		if i == p.stallAfter {
@@ -548,11 +664,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, p streamParams, 
 			return
 		}
 		if i == p.errorAfter {
-			env := errorEnvelope(http.StatusInternalServerError, "mock: injected mid-stream error", "")
-			w.Write([]byte("data: "))
-			w.Write(env)
-			w.Write([]byte("\n\n"))
+			write(errEvent)
 			rc.Flush()
+			return
+		}
+		if i == p.truncateAfter {
 			return
 		}
 		if i > 0 && p.delay > 0 {
@@ -564,7 +680,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, p streamParams, 
 			case <-t.C:
 			}
 		}
-		if _, err := w.Write(e); err != nil {
+		if err := write(e); err != nil {
 			return
 		}
 		if err := rc.Flush(); err != nil {

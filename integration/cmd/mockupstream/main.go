@@ -1,5 +1,10 @@
-// Command mockupstream serves the deterministic OpenAI-compatible mock
-// upstream (package mockupstream) on a loopback address until interrupted.
+// Command mockupstream serves the deterministic mock upstream (package
+// mockupstream) on a loopback address until interrupted: the OpenAI routes,
+// the Anthropic Messages API (/v1/messages; GET /v1/models answers in the
+// Anthropic shape when the request carries anthropic-version) and the
+// Gemini v1beta API (/v1beta/models/...), all on the same address. -models
+// sets the OpenAI list; the Anthropic and Gemini lists are the package
+// defaults (mockupstream.DefaultAnthropicModels, DefaultGeminiModels).
 //
 //	mockupstream -listen 127.0.0.1:9099 -chunks 5 -chunk-delay 20ms -models gpt-5-mini,text-embedding-3-small
 package main
