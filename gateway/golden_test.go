@@ -3,6 +3,8 @@ package gateway
 import (
 	"bytes"
 	"flag"
+	"io"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -32,4 +34,57 @@ func checkGolden(t *testing.T, path string, got []byte) {
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s differs (run with -update to accept):\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
+}
+
+// runStream feeds an upstream transcript through newSSEReader and a
+// stream translator the way the pipeline does, returning exactly what the
+// client would receive (an error rendered by writeSSEError).
+func runStream(input []byte, tr streamTranslator) []byte {
+	reader := newSSEReader(bytes.NewReader(input), 1<<20)
+	var out bytes.Buffer
+	fail := func(e *apiError) []byte {
+		rec := httptest.NewRecorder()
+		writeSSEError(rec, e)
+		out.Write(rec.Body.Bytes())
+		return out.Bytes()
+	}
+	for {
+		ev, err := reader.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fail(newError(502, "server_error", "upstream_stream_interrupted", err.Error()))
+		}
+		chunk, e := tr.event(ev)
+		out.Write(chunk)
+		if e != nil {
+			return fail(e)
+		}
+	}
+	tail, e := tr.finish()
+	out.Write(tail)
+	if e != nil {
+		return fail(e)
+	}
+	return out.Bytes()
+}
+
+// testdataSeeds reads the files matching glob (relative to testdata/) as
+// fuzz seeds.
+func testdataSeeds(f *testing.F, glob string) [][]byte {
+	f.Helper()
+	paths, err := filepath.Glob(filepath.Join("testdata", glob))
+	if err != nil {
+		f.Fatal(err)
+	}
+	var seeds [][]byte
+	for i := 0; i < len(paths); i++ {
+		data, err := os.ReadFile(paths[i])
+		if err != nil {
+			f.Fatal(err)
+		}
+		seeds = append(seeds, data)
+	}
+	return seeds
 }

@@ -60,21 +60,9 @@ func (l *usageLog) waitFor(t *testing.T, n int) []usageRecord {
 
 func serveWithUsage(t *testing.T, cfgJSON string) (*httptest.Server, *usageLog, *syncBuffer) {
 	t.Helper()
-	cfg, err := DecodeConfigJSON([]byte(cfgJSON))
-	if err != nil {
-		t.Fatalf("decode config: %v", err)
-	}
-	logs := &syncBuffer{}
-	g, err := New(nil, cfg, Options{Name: "test", LogOutput: logs})
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
 	ul := &usageLog{}
-	g.usageHook = func(r usageRecord) { ul.add(r) }
-	srv := httptest.NewServer(g)
-	t.Cleanup(func() {
-		srv.Close()
-		_ = g.Close()
+	_, srv, logs := serveTestGateway(t, cfgJSON, nil, func(g *Gateway) {
+		g.usageHook = func(r usageRecord) { ul.add(r) }
 	})
 	return srv, ul, logs
 }

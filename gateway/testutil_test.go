@@ -79,6 +79,14 @@ func (s *syncBuffer) String() string {
 // newTestGateway builds a gateway from a JSON config and serves it.
 func newTestGateway(t *testing.T, configJSON string, next http.Handler) (*httptest.Server, *syncBuffer) {
 	t.Helper()
+	_, srv, logs := serveTestGateway(t, configJSON, next, nil)
+	return srv, logs
+}
+
+// serveTestGateway is newTestGateway that also returns the gateway;
+// setup, when not nil, runs before the server starts.
+func serveTestGateway(t *testing.T, configJSON string, next http.Handler, setup func(*Gateway)) (*Gateway, *httptest.Server, *syncBuffer) {
+	t.Helper()
 	cfg, err := DecodeConfigJSON([]byte(configJSON))
 	if err != nil {
 		t.Fatalf("decode config: %v", err)
@@ -88,12 +96,15 @@ func newTestGateway(t *testing.T, configJSON string, next http.Handler) (*httpte
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	if setup != nil {
+		setup(g)
+	}
 	srv := httptest.NewServer(g)
 	t.Cleanup(func() {
 		srv.Close()
 		_ = g.Close()
 	})
-	return srv, logs
+	return g, srv, logs
 }
 
 // do sends a request and returns status, headers and body.

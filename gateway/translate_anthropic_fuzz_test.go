@@ -4,28 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// anthropicFuzzSeeds returns the recorded transcripts as fuzz seeds.
 func anthropicFuzzSeeds(f *testing.F, pattern string) [][]byte {
-	f.Helper()
-	paths, err := filepath.Glob("testdata/anthropic/" + pattern)
-	if err != nil {
-		f.Fatal(err)
-	}
-	var seeds [][]byte
-	for i := 0; i < len(paths); i++ {
-		data, err := os.ReadFile(paths[i])
-		if err != nil {
-			f.Fatal(err)
-		}
-		seeds = append(seeds, data)
-	}
-	return seeds
+	return testdataSeeds(f, "anthropic/"+pattern)
 }
 
 func FuzzAnthropicChatRequest(f *testing.F) {

@@ -3,8 +3,6 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
-	"io"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -17,39 +15,9 @@ func anthropicTestContext(includeUsage bool) translateContext {
 		created: 1700000000, includeUsage: includeUsage, idFallback: "chatcmpl-fallback"}
 }
 
-// runAnthropicStream feeds an upstream transcript through newSSEReader
-// and the translator the way the pipeline does, returning exactly what
-// the client would receive (an error written by writeSSEError).
+// runAnthropicStream is runStream with the Anthropic translator.
 func runAnthropicStream(input []byte, tc translateContext) []byte {
-	reader := newSSEReader(bytes.NewReader(input), 1<<20)
-	tr := newAnthropicStream(tc)
-	var out bytes.Buffer
-	fail := func(e *apiError) []byte {
-		rec := httptest.NewRecorder()
-		writeSSEError(rec, e)
-		out.Write(rec.Body.Bytes())
-		return out.Bytes()
-	}
-	for {
-		ev, err := reader.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return fail(newError(502, "server_error", "upstream_stream_interrupted", err.Error()))
-		}
-		chunk, e := tr.event(ev)
-		out.Write(chunk)
-		if e != nil {
-			return fail(e)
-		}
-	}
-	tail, e := tr.finish()
-	out.Write(tail)
-	if e != nil {
-		return fail(e)
-	}
-	return out.Bytes()
+	return runStream(input, newAnthropicStream(tc))
 }
 
 // anthropicStreamCases are the recorded transcripts in

@@ -5,9 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
-	"io"
 	"math"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,39 +19,9 @@ func geminiTestContext() translateContext {
 		created: 1700000000, idFallback: "chatcmpl-test", includeUsage: true}
 }
 
-// runGeminiStream feeds an upstream transcript through newSSEReader and
-// the translator the way the pipeline does, returning exactly what the
-// client would receive (an error rendered by writeSSEError).
+// runGeminiStream is runStream with the Gemini translator.
 func runGeminiStream(input []byte, tc translateContext) []byte {
-	reader := newSSEReader(bytes.NewReader(input), 1<<20)
-	tr := newGeminiStream(tc)
-	var out bytes.Buffer
-	fail := func(e *apiError) []byte {
-		rec := httptest.NewRecorder()
-		writeSSEError(rec, e)
-		out.Write(rec.Body.Bytes())
-		return out.Bytes()
-	}
-	for {
-		ev, err := reader.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return fail(newError(502, "server_error", "upstream_stream_interrupted", err.Error()))
-		}
-		chunk, e := tr.event(ev)
-		out.Write(chunk)
-		if e != nil {
-			return fail(e)
-		}
-	}
-	tail, e := tr.finish()
-	out.Write(tail)
-	if e != nil {
-		return fail(e)
-	}
-	return out.Bytes()
+	return runStream(input, newGeminiStream(tc))
 }
 
 // ---------------------------------------------------------------------
