@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -455,5 +456,42 @@ func TestPassthroughResponseOverCap(t *testing.T) {
 	}
 	if n > maxUpstreamResponseBytes {
 		t.Fatalf("client got %d bytes, over the cap", n)
+	}
+}
+
+// Native passthrough strips the client's Accept-Encoding: the client gets
+// identity-encoded bytes whatever it asked for (the transport negotiates
+// and decodes gzip with the upstream on its own).
+func TestPassthroughIdentityEncoding(t *testing.T) {
+	up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.Header.Get("Accept-Encoding"), "br") {
+			w.WriteHeader(400)
+			return
+		}
+		if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+			w.Header().Set("Content-Encoding", "gzip")
+			zw := gzip.NewWriter(w)
+			_, _ = io.WriteString(zw, `{"plain":true}`)
+			_ = zw.Close()
+			return
+		}
+		_, _ = io.WriteString(w, `{"plain":true}`)
+	})
+	srv, _, _ := pipelineGateway(t, up.URL, "")
+	req, _ := http.NewRequest("GET", srv.URL+"/mock/v1/anything", nil)
+	req.Header.Set("Authorization", "Bearer "+testAliceKey)
+	req.Header.Set("Accept-Encoding", "br, gzip")
+	// A raw transport: no transparent decompression on the client side.
+	resp, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Encoding") != "" || string(body) != `{"plain":true}` {
+		t.Fatalf("status %d encoding %q body %q", resp.StatusCode, resp.Header.Get("Content-Encoding"), body)
+	}
+	if ae := up.last(t).header.Get("Accept-Encoding"); strings.Contains(ae, "br") {
+		t.Fatalf("client Accept-Encoding reached the upstream: %q", ae)
 	}
 }
