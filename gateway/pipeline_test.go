@@ -100,7 +100,7 @@ func TestBodyAdmissionConfig(t *testing.T) {
 		t.Fatalf("clamp: err %v", err)
 	}
 	g, err = newGatewayFromConfig(t, `{"providers": {"p": {"type": "openai", "baseUrl": "http://127.0.0.1:1"}}}`)
-	if err != nil || cap(g.admission.slots) < 16 {
+	if err != nil || cap(g.admission.slots) < 64 {
 		t.Fatalf("self-tuned: err %v", err)
 	}
 }

@@ -14,7 +14,10 @@ import (
 const maxBodySlots = 10000
 
 // compileBodySlots sizes the semaphore: configured (clamped to 10000) or
-// 4×GOMAXPROCS with a floor of 16.
+// 16×GOMAXPROCS with a floor of 64. A slot covers the whole body read,
+// including a slow client's upload, so the default leaves room for
+// ordinary concurrency (64 × the 4 MiB cap bounds the bodies held at once
+// to 256 MiB; our decode is a validation pass that allocates no tree).
 func compileBodySlots(configured int) (int, bool, error) {
 	if configured < 0 {
 		return 0, false, fmt.Errorf("config: maxInFlightBodyRequests: %d must not be negative (0 self-tunes)", configured)
@@ -25,9 +28,9 @@ func compileBodySlots(configured int) (int, bool, error) {
 	if configured > 0 {
 		return configured, false, nil
 	}
-	n := 4 * runtime.GOMAXPROCS(0)
-	if n < 16 {
-		n = 16
+	n := 16 * runtime.GOMAXPROCS(0)
+	if n < 64 {
+		n = 64
 	}
 	return n, false, nil
 }
