@@ -59,11 +59,24 @@ type grant struct {
 	personal   bool
 	mcpServers []string
 	agents     []string
+	// group is the group's own name ("" for a personal grant); limits
+	// are its LimitsConfig (nil: unlimited).
+	group  string
+	limits *compiledLimits
+	// cacheOverride and cacheTTLOverride are the group's raw cache
+	// settings, resolved against the top-level cache block into
+	// cacheOn/cacheTTL.
+	cacheOverride    *bool
+	cacheTTLOverride string
+	cacheOn          bool
+	cacheTTL         time.Duration
 }
 
 // userRuntime is one authenticated identity. It holds no key material.
 type userRuntime struct {
 	name string
+	// scopes are the limit scopes the user's requests count in.
+	scopes []limitScope
 	// grants are the member groups' grants, primary group first, then the
 	// personal grant when the user has one.
 	grants []*grant
@@ -88,6 +101,12 @@ type compiledConfig struct {
 	breaker            breakerSettings
 	modelMeta          map[string]*ModelMetaConfig
 	retry              retrySettings
+	redis              *redisSettings // nil: no Redis
+	allowUnpriced      bool
+	cache              cacheSettings
+	pricing            map[string]modelPrice
+	// warnings are logged once the gateway has a logger.
+	warnings []string
 	bodySlots          int // body-admission semaphore size
 	bodySlotsClamped   bool
 }
@@ -110,6 +129,13 @@ func compileConfig(cfg *Config) (*compiledConfig, error) {
 	if c.retry, err = compileRetry(cfg.Retry); err != nil {
 		return nil, err
 	}
+	if c.redis, err = compileRedis(cfg.Redis); err != nil {
+		return nil, err
+	}
+	c.allowUnpriced = cfg.AllowUnpricedWithCostBudget
+	if c.pricing, err = compilePricing(cfg.Pricing); err != nil {
+		return nil, err
+	}
 	if c.bodySlots, c.bodySlotsClamped, err = compileBodySlots(cfg.MaxInFlightBodyRequests); err != nil {
 		return nil, err
 	}
@@ -123,6 +149,9 @@ func compileConfig(cfg *Config) (*compiledConfig, error) {
 		return nil, err
 	}
 	if err := c.compileGroups(cfg.Groups); err != nil {
+		return nil, err
+	}
+	if err := c.compileCaching(cfg); err != nil {
 		return nil, err
 	}
 	if cfg.Users != nil {
@@ -151,6 +180,27 @@ func compileConfig(cfg *Config) (*compiledConfig, error) {
 		}
 	}
 	return c, nil
+}
+
+// compileCaching compiles the cache block and every group's override.
+func (c *compiledConfig) compileCaching(cfg *Config) error {
+	settings, warnings, err := compileCache(cfg.Cache, c.redis != nil)
+	if err != nil {
+		return err
+	}
+	c.cache = settings
+	c.warnings = append(c.warnings, warnings...)
+	blockEnabled := cfg.Cache != nil && cfg.Cache.Enabled
+	for name, gc := range cfg.Groups {
+		on, ttl, err := compileGroupCache(name, gc, settings, blockEnabled)
+		if err != nil {
+			return err
+		}
+		g := c.groups[name]
+		g.cacheOn = on && settings.enabled
+		g.cacheTTL = ttl
+	}
+	return nil
 }
 
 func (c *compiledConfig) compileProviders(providers map[string]*ProviderConfig) error {
@@ -262,8 +312,13 @@ func (c *compiledConfig) compileGroups(groups map[string]*GroupConfig) error {
 		if err := validateGlobs(field+".agents", gc.Agents); err != nil {
 			return fmt.Errorf("config: %v", err)
 		}
+		limits, err := compileLimits(field+".limits", gc.Limits)
+		if err != nil {
+			return err
+		}
 		c.groups[name] = &grant{name: "group " + name, providers: gc.Providers, models: gc.Models, passthroughPaths: gc.PassthroughPaths,
-			mcpServers: gc.McpServers, agents: gc.Agents}
+			mcpServers: gc.McpServers, agents: gc.Agents, group: name, limits: limits,
+			cacheOverride: gc.Cache, cacheTTLOverride: gc.CacheTTL}
 	}
 	return nil
 }

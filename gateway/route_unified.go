@@ -48,6 +48,10 @@ type unifiedCall struct {
 	provider *providerRuntime
 	model    string // the provider's own model id
 	req      *jsonRequest
+	// cacheKey is set when the response may be cached (a miss); the
+	// entry is written with cacheTTL.
+	cacheKey string
+	cacheTTL time.Duration
 }
 
 // translateContext builds the response translators' context.
@@ -62,7 +66,7 @@ func (c *unifiedCall) translateContext() translateContext {
 }
 
 func (c *unifiedCall) record(g *Gateway, u usage) {
-	g.recordUsage(usageRecord{user: userName(c.user), provider: c.provider.name, model: c.model, route: c.route.name, usage: u})
+	g.recordUsage(usageRecord{scopes: userScopesOf(c.user), user: userName(c.user), provider: c.provider.name, model: c.model, route: c.route.name, usage: u})
 }
 
 // serveUnified runs the pipeline every unified route shares:
@@ -99,7 +103,58 @@ func (g *Gateway) serveUnified(w http.ResponseWriter, r *http.Request, route *un
 		writeOpenAIError(w, errNotSupported(c.provider, route))
 		return
 	}
+	if e := g.admit(r, user, resolved.provider.name, resolved.model); e != nil {
+		writeOpenAIError(w, e)
+		return
+	}
+	if g.serveCached(w, r, c) {
+		return
+	}
 	handler(g, w, r, c)
+}
+
+// serveCached answers a cacheable request from the response cache when
+// it holds the answer (X-Llmgw-Cache: hit), and otherwise marks the
+// request for caching (X-Llmgw-Cache: miss). Cacheable: non-streaming
+// chat and embeddings, when the caller's primary group has caching on.
+func (g *Gateway) serveCached(w http.ResponseWriter, r *http.Request, c *unifiedCall) bool {
+	if g.cache == nil || c.req.stream || len(c.user.grants) == 0 || !c.user.grants[0].cacheOn {
+		return false
+	}
+	endpoint := cacheEndpointChat
+	switch c.route.kind {
+	case routeChat:
+	case routeEmbeddings:
+		endpoint = cacheEndpointEmbeddings
+	default:
+		return false
+	}
+	key, ok := cacheKey(c.provider.name, c.model, c.req.model, endpoint, c.req.raw)
+	if !ok {
+		return false
+	}
+	if contentType, body, hit := g.cache.lookupTyped(r.Context(), key); hit {
+		if contentType == "" {
+			contentType = "application/json"
+		}
+		w.Header().Set("X-Llmgw-Cache", "hit")
+		w.Header().Set("Content-Type", contentType)
+		writeJSONResponse(w, http.StatusOK, body)
+		return true
+	}
+	w.Header().Set("X-Llmgw-Cache", "miss")
+	c.cacheKey = key
+	c.cacheTTL = c.user.grants[0].cacheTTL
+	return false
+}
+
+// saveCached stores a 200 answer of a cacheable request (after it was
+// written to the client). Oversized bodies are skipped by the cache.
+func (g *Gateway) saveCached(r *http.Request, c *unifiedCall, status int, contentType string, body []byte) {
+	if c.cacheKey == "" || status != http.StatusOK {
+		return
+	}
+	g.cache.saveTyped(r.Context(), c.cacheKey, contentType, body, c.cacheTTL)
 }
 
 func errNotSupported(p *providerRuntime, route *unifiedRoute) *apiError {
@@ -142,7 +197,7 @@ func readRequestBody(r *http.Request, limit int64) ([]byte, *apiError) {
 // event, a JSON body whole, a non-2xx status wrapped in the envelope.
 func (g *Gateway) forwardOpenAI(w http.ResponseWriter, r *http.Request, c *unifiedCall, body []byte) {
 	stream := c.route.kind == routeChat && c.req.stream
-	o := &outbound{provider: c.provider, method: http.MethodPost, url: c.provider.baseURL + c.route.path,
+	o := &outbound{provider: c.provider, model: c.model, method: http.MethodPost, url: c.provider.baseURL + c.route.path,
 		body: body, contentType: "application/json", accept: r.Header.Get("Accept"), readWhole: !stream}
 	x, e := g.send(r, o)
 	if e != nil {
@@ -180,6 +235,7 @@ func (g *Gateway) forwardOpenAI(w http.ResponseWriter, r *http.Request, c *unifi
 	}
 	copyResponseHeaders(w.Header(), x.resp.Header)
 	writeJSONResponse(w, x.resp.StatusCode, data)
+	g.saveCached(r, c, x.resp.StatusCode, x.resp.Header.Get("Content-Type"), data)
 }
 
 // relayStream relays an upstream OpenAI event stream and, when it does
@@ -424,6 +480,10 @@ func (g *Gateway) serveTranscription(w http.ResponseWriter, r *http.Request, use
 		writeOpenAIError(w, errNotSupported(p, route))
 		return
 	}
+	if e := g.admit(r, user, p.name, resolved.model); e != nil {
+		writeOpenAIError(w, e)
+		return
+	}
 	if resolved.model != model {
 		body, contentType, e = rewriteMultipartModel(contentType, body, resolved.model)
 		if e != nil {
@@ -431,7 +491,7 @@ func (g *Gateway) serveTranscription(w http.ResponseWriter, r *http.Request, use
 			return
 		}
 	}
-	o := &outbound{provider: p, method: http.MethodPost, url: p.baseURL + route.path, body: body,
+	o := &outbound{provider: p, model: resolved.model, method: http.MethodPost, url: p.baseURL + route.path, body: body,
 		contentType: contentType, accept: r.Header.Get("Accept"), readWhole: true}
 	x, e := g.send(r, o)
 	if e != nil {
@@ -439,7 +499,7 @@ func (g *Gateway) serveTranscription(w http.ResponseWriter, r *http.Request, use
 		return
 	}
 	defer x.done()
-	g.recordUsage(usageRecord{user: userName(user), provider: p.name, model: resolved.model, route: route.name})
+	g.recordUsage(usageRecord{scopes: userScopesOf(user), user: userName(user), provider: p.name, model: resolved.model, route: route.name})
 	copyResponseHeaders(w.Header(), x.resp.Header)
 	writeJSONResponse(w, x.resp.StatusCode, x.data)
 }

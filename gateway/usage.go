@@ -2,14 +2,17 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"strings"
+	"time"
 )
 
 // usageRecord is one metered request's outcome, handed to the
 // accounting stage.
 type usageRecord struct {
+	scopes   []limitScope // where tokens and cost are accounted
 	user     string
 	provider string
 	model    string // the provider's model id
@@ -17,12 +20,20 @@ type usageRecord struct {
 	usage    usage
 }
 
-// recordUsage hands a finished exchange's usage to accounting. Until
-// limits and accounting exist it only reaches the test hook.
+// recordUsage accounts a finished exchange: its tokens and cost go to
+// every scope of the request in one store round trip. Media routes pass
+// zero usage (request-counted only).
 func (g *Gateway) recordUsage(rec usageRecord) {
 	if g.usageHook != nil {
 		g.usageHook(rec)
 	}
+	if len(rec.scopes) == 0 || (rec.usage.promptTokens == 0 && rec.usage.completionTokens == 0) {
+		return
+	}
+	cost := g.costOf(rec.provider, rec.model, rec.usage)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	g.limiter.account(ctx, rec.scopes, rec.usage, cost)
 }
 
 // estimateUsage is the fallback for a non-streaming response without

@@ -1,12 +1,14 @@
 // Command pricingsync generates gateway/modeltable_gen.go, the gateway's
 // built-in table of context windows and prices, from LiteLLM's published
 // pricing table (a JSON file; `make pricing-sync` passes
-// ../shared/data/litellm_model_prices.json). It keeps chat and embedding
-// models of the provider types the gateway routes to (openai, anthropic,
-// gemini) and writes them as one string constant (Yaegi loads string
-// constants fast; large composite literals slowly). The header records a
-// digest of the input, so an unchanged input regenerates an identical
-// file.
+// ../shared/data/litellm_model_prices.json, or PRICING_JSON=path). It
+// keeps chat and embedding models of the providers the gateway can match
+// by model id: its own adapter types (openai, anthropic, gemini) and the
+// OpenAI-wire-compatible upstreams an openai-type provider reaches
+// (deepseek, xai, minimax, cerebras, dashscope, moonshot). It writes them
+// as one string constant (Yaegi loads string constants fast; large
+// composite literals slowly). The header records the input's sha256,
+// never a date, so an unchanged input regenerates an identical file.
 package main
 
 import (
@@ -33,7 +35,33 @@ type entry struct {
 
 // providerPrefixes maps a kept LiteLLM provider to the prefix its keys
 // carry (stripped, so the table is keyed by the upstream's own model id).
-var providerPrefixes = map[string]string{"openai": "", "anthropic": "", "gemini": "gemini/"}
+// A key of a kept provider without its prefix is skipped (LiteLLM lists a
+// few models both ways; the prefixed row is the canonical one).
+var providerPrefixes = map[string]string{
+	"openai":    "",
+	"anthropic": "",
+	"gemini":    "gemini/",
+	"deepseek":  "deepseek/",
+	"xai":       "xai/",
+	"minimax":   "minimax/",
+	"cerebras":  "cerebras/",
+	"dashscope": "dashscope/",
+	"moonshot":  "moonshot/",
+}
+
+// providerRank orders the kept providers for the rare case of two rows
+// stripping to the same model id: the earlier provider wins, so the
+// output never depends on map iteration order.
+var providerRank = []string{"openai", "anthropic", "gemini", "deepseek", "xai", "minimax", "cerebras", "dashscope", "moonshot"}
+
+func rankOf(provider string) int {
+	for i, p := range providerRank {
+		if p == provider {
+			return i
+		}
+	}
+	return len(providerRank)
+}
 
 func main() {
 	in := flag.String("in", "../shared/data/litellm_model_prices.json", "LiteLLM pricing JSON")
@@ -64,8 +92,15 @@ func generate(data []byte) ([]byte, int, error) {
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return nil, 0, fmt.Errorf("input is not a JSON object: %v", err)
 	}
+	keys := make([]string, 0, len(raw))
+	for key := range raw {
+		keys = append(keys, key)
+	}
+	sort.Strings(keys)
 	rows := map[string]string{}
-	for key, value := range raw {
+	rowRank := map[string]int{}
+	for _, key := range keys {
+		value := raw[key]
 		var e entry
 		if json.Unmarshal(value, &e) != nil {
 			continue // e.g. the sample_spec row
@@ -78,6 +113,10 @@ func generate(data []byte) ([]byte, int, error) {
 		if id == "" || strings.ContainsAny(id, "\t\n/") {
 			continue
 		}
+		if r, seen := rowRank[id]; seen && r <= rankOf(e.Provider) {
+			continue // first row in (provider rank, key) order wins
+		}
+		rowRank[id] = rankOf(e.Provider)
 		context := "-"
 		if e.MaxInputTokens != nil && *e.MaxInputTokens > 0 {
 			context = fmt.Sprintf("%d", int64(*e.MaxInputTokens))

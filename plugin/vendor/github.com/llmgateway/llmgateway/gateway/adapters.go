@@ -151,7 +151,7 @@ func openAIForward(g *Gateway, w http.ResponseWriter, r *http.Request, c *unifie
 // client connection (there is no in-band way to signal it in audio).
 func openAISpeech(g *Gateway, w http.ResponseWriter, r *http.Request, c *unifiedCall) {
 	p := c.provider
-	o := &outbound{provider: p, method: http.MethodPost, url: p.baseURL + c.route.path,
+	o := &outbound{provider: p, model: c.model, method: http.MethodPost, url: p.baseURL + c.route.path,
 		body: c.req.withModel(c.model), contentType: "application/json"}
 	x, e := g.send(r, o)
 	if e != nil {
@@ -235,7 +235,7 @@ func (t *chatTranslation) serve(g *Gateway, w http.ResponseWriter, r *http.Reque
 	if stream {
 		accept = "text/event-stream"
 	}
-	o := &outbound{provider: p, method: http.MethodPost, url: t.url(p, c.model, stream),
+	o := &outbound{provider: p, model: c.model, method: http.MethodPost, url: t.url(p, c.model, stream),
 		body: body, contentType: "application/json", accept: accept, readWhole: !stream}
 	x, e := g.send(r, o)
 	if e != nil {
@@ -255,6 +255,7 @@ func (t *chatTranslation) serve(g *Gateway, w http.ResponseWriter, r *http.Reque
 		}
 		c.record(g, u)
 		writeJSONResponse(w, http.StatusOK, out)
+		g.saveCached(r, c, http.StatusOK, "application/json", out)
 		return
 	}
 	if !isEventStream(x.resp.Header) {
@@ -269,7 +270,7 @@ func (t *chatTranslation) serve(g *Gateway, w http.ResponseWriter, r *http.Reque
 // images): build the provider body and URL, call, translate back.
 func (g *Gateway) translatedJSON(w http.ResponseWriter, r *http.Request, c *unifiedCall, url string, body []byte,
 	response func(data []byte) ([]byte, usage, *apiError)) {
-	o := &outbound{provider: c.provider, method: http.MethodPost, url: url, body: body,
+	o := &outbound{provider: c.provider, model: c.model, method: http.MethodPost, url: url, body: body,
 		contentType: "application/json", accept: "application/json", readWhole: true}
 	x, e := g.send(r, o)
 	if e != nil {
@@ -284,4 +285,5 @@ func (g *Gateway) translatedJSON(w http.ResponseWriter, r *http.Request, c *unif
 	}
 	c.record(g, u)
 	writeJSONResponse(w, http.StatusOK, out)
+	g.saveCached(r, c, http.StatusOK, "application/json", out)
 }

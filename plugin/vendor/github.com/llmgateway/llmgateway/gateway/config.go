@@ -44,6 +44,64 @@ type Config struct {
 	// reading and decoding their body at once (0: self-tuned from
 	// GOMAXPROCS; larger than 10000 is clamped to 10000).
 	MaxInFlightBodyRequests int `json:"maxInFlightBodyRequests"`
+	// Redis shares limit counters (and the response cache) across
+	// replicas. Omitted: in-process counters only.
+	Redis *RedisConfig `json:"redis"`
+	// Cache is the opt-in response cache (requires Redis).
+	Cache *CacheConfig `json:"cache"`
+	// Pricing overrides per-model prices (USD per 1M tokens), keyed by
+	// bare or "provider/model" id, over the built-in tables.
+	Pricing map[string]*ModelPricing `json:"pricing"`
+	// AllowUnpricedWithCostBudget serves a model with no known price to a
+	// caller with a cost budget (billing it 0) instead of answering 402.
+	AllowUnpricedWithCostBudget bool `json:"allowUnpricedWithCostBudget"`
+}
+
+// LimitsConfig bounds a group's or a user's traffic. Zero is unlimited.
+// Windows are fixed UTC minutes, days and calendar months.
+type LimitsConfig struct {
+	RequestsPerMinute int64   `json:"requestsPerMinute"`
+	RequestsPerDay    int64   `json:"requestsPerDay"`
+	TokensPerDay      int64   `json:"tokensPerDay"`
+	TokensPerMonth    int64   `json:"tokensPerMonth"`
+	CostPerDayUSD     float64 `json:"costPerDayUSD"`
+	CostPerMonthUSD   float64 `json:"costPerMonthUSD"`
+}
+
+// RedisConfig is the shared counter (and cache) store: Redis, Valkey or
+// any RESP2 server.
+type RedisConfig struct {
+	// Address is host:port. Required when the block is present.
+	Address string `json:"address"`
+	// Password (a secret form) is sent with AUTH when set.
+	Password string `json:"password"`
+	// DB is selected on every new connection (>= 0).
+	DB int `json:"db"`
+	// FailOpen (default true): on a Redis error, count in process and go
+	// on; false: answer 503.
+	FailOpen *bool `json:"failOpen"`
+	// PoolSize caps pooled connections (0: 4-8 from GOMAXPROCS; max 256).
+	PoolSize int `json:"poolSize"`
+	// TLS dials with TLS, verifying the certificate against the host.
+	TLS bool `json:"tls"`
+}
+
+// CacheConfig is the opt-in response cache for non-streaming chat and
+// embeddings.
+type CacheConfig struct {
+	Enabled bool `json:"enabled"`
+	// TTL (Go duration, default "5m"); zero or negative is floored to 1s
+	// with a warning.
+	TTL string `json:"ttl"`
+	// MaxBodyBytes is the largest cacheable response (default 1 MiB, at
+	// most 8 MiB).
+	MaxBodyBytes int64 `json:"maxBodyBytes"`
+}
+
+// ModelPricing is a price override in USD per 1,000,000 tokens.
+type ModelPricing struct {
+	InputPerM  float64 `json:"inputPerM"`
+	OutputPerM float64 `json:"outputPerM"`
 }
 
 // RetryConfig configures same-provider retry.
@@ -114,6 +172,13 @@ type GroupConfig struct {
 	// Agents limits which A2A agents the group reaches, unioned the same
 	// way as McpServers.
 	Agents []string `json:"agents"`
+	// Limits bound the group's traffic (one scope per group).
+	Limits *LimitsConfig `json:"limits"`
+	// Cache overrides cache.enabled for this group's requests (nil:
+	// inherit; true requires the top-level cache block to be enabled).
+	Cache *bool `json:"cache"`
+	// CacheTTL sets the TTL of entries this group's requests write.
+	CacheTTL string `json:"cacheTTL"`
 }
 
 // UsersConfig holds the API-key holders.
@@ -147,6 +212,9 @@ type UserConfig struct {
 	Models []string `json:"models"`
 	// Admin marks the user as an administrator (for the admin routes).
 	Admin bool `json:"admin"`
+	// Limits are the user's own, enforced in addition to every member
+	// group's.
+	Limits *LimitsConfig `json:"limits"`
 }
 
 // BreakerConfig tunes the discovery circuit breaker.

@@ -11,6 +11,7 @@ import (
 // than once (retry).
 type outbound struct {
 	provider    *providerRuntime
+	model       string // the upstream model id, for the success rates
 	method      string
 	url         string
 	body        []byte
@@ -88,11 +89,15 @@ func (g *Gateway) attempt(r *http.Request, o *outbound) (*exchange, *apiError, i
 	resp, err := g.transport.RoundTrip(req)
 	if err != nil {
 		wd.stop()
+		g.limiter.recordAttempt(p.name, o.model, attemptFailed(0, err, wd.stalled(), r.Context().Err() != nil))
 		e := upstreamFailure(p.name, wd, r.Context(), err)
 		return nil, e, 0, e.code == "upstream_error"
 	}
 	wd.progress()
 	body := &progressReader{r: resp.Body, wd: wd}
+	if !o.readWhole || resp.StatusCode < 200 || resp.StatusCode > 299 {
+		g.limiter.recordAttempt(p.name, o.model, attemptFailed(resp.StatusCode, nil, false, false))
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		e := upstreamHTTPError(p, resp, body)
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
@@ -105,6 +110,7 @@ func (g *Gateway) attempt(r *http.Request, o *outbound) (*exchange, *apiError, i
 		return x, nil, 0, false
 	}
 	data, tooBig, err := readCapped(body, maxUpstreamResponseBytes)
+	g.limiter.recordAttempt(p.name, o.model, attemptFailed(0, err, wd.stalled(), r.Context().Err() != nil))
 	if err != nil {
 		x.done()
 		e := upstreamFailure(p.name, wd, r.Context(), err)

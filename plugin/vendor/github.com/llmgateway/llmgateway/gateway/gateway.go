@@ -32,6 +32,10 @@ type Gateway struct {
 	rebuildMu sync.Mutex
 	transport *http.Transport
 	admission *bodyAdmission
+	limiter   *limiter
+	pricer    *pricer
+	redis     *redisStore    // nil: no Redis
+	cache     *responseCache // nil: no response cache
 	started   time.Time
 	// usageHook, when set (tests), sees every usage record.
 	usageHook func(usageRecord)
@@ -59,6 +63,20 @@ func New(next http.Handler, cfg *Config, opts Options) (*Gateway, error) {
 		transport: newUpstreamTransport(),
 		admission: newBodyAdmission(compiled.bodySlots),
 		started:   time.Now(),
+	}
+	for i := 0; i < len(compiled.warnings); i++ {
+		log.warnf("%s", compiled.warnings[i])
+	}
+	g.pricer = newPricer(compiled.pricing, compiled.modelMeta, warnings)
+	g.limiter = newLimiter(newMemoryStore(nil), nil, true, nil, log)
+	if rs := compiled.redis; rs != nil {
+		// Lazy: nothing dials until the first request needs Redis.
+		g.redis = &redisStore{c: newRESPClient(respConfig{address: rs.address, password: rs.password, db: rs.db,
+			tls: rs.tls, poolSize: rs.poolSize, dialTimeout: 2 * time.Second, ioTimeout: 2 * time.Second})}
+		g.limiter = newLimiter(g.redis, newMemoryStore(nil), rs.failOpen, nil, log)
+		if compiled.cache.enabled {
+			g.cache = newResponseCache(g.redis, log, compiled.cache.maxBodyBytes)
+		}
 	}
 	if compiled.bodySlotsClamped {
 		log.warnf("maxInFlightBodyRequests is above %d; clamped to %d", maxBodySlots, maxBodySlots)
@@ -111,6 +129,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // connections). In-flight requests finish normally.
 func (g *Gateway) Close() error {
 	g.discovery.close()
+	g.limiter.async.wait()
+	if g.redis != nil {
+		g.redis.close()
+	}
 	g.transport.CloseIdleConnections()
 	return nil
 }

@@ -57,12 +57,27 @@ func (g *Gateway) servePassthrough(w http.ResponseWriter, r *http.Request, p *pr
 		return
 	}
 	body := &cappedBody{r: r.Body, remaining: maxPassthroughRequestBytes}
+	model := ""
 	if modelRestricted(grants) {
-		e := checkPassthroughModel(r, body, grants, p.name)
+		m, e := checkPassthroughModel(r, body, grants, p.name)
 		if e != nil {
 			writeOpenAIError(w, e)
 			return
 		}
+		model = m
+	} else if !g.cfg.allowUnpriced && hasCostBudget(user.scopes) && !isBinaryContentType(r.Header.Get("Content-Type")) {
+		// A cost budget needs the model's price: read it when the body
+		// names one (an unreadable or model-less body is not refused).
+		m, e := peekPassthroughModel(body)
+		if e != nil {
+			writeOpenAIError(w, e)
+			return
+		}
+		model = m
+	}
+	if e := g.admit(r, user, p.name, model); e != nil {
+		writeOpenAIError(w, e)
+		return
 	}
 	_ = http.NewResponseController(w).EnableFullDuplex()
 	g.proxy(w, r, p, body, user)
@@ -91,6 +106,7 @@ func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p *providerRunti
 	}
 	rp.ModifyResponse = func(resp *http.Response) error {
 		wd.progress()
+		g.limiter.recordAttempt(p.name, "", attemptFailed(resp.StatusCode, nil, false, false))
 		if resp.ContentLength > maxUpstreamResponseBytes {
 			return errPassthroughTooLarge
 		}
@@ -105,7 +121,7 @@ func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p *providerRunti
 			if !u.reported && !streamed {
 				u = estimateUsage(int(body.sent.Load()))
 			}
-			g.recordUsage(usageRecord{user: userName(user), provider: p.name, route: "passthrough", usage: u})
+			g.recordUsage(usageRecord{scopes: userScopesOf(user), user: userName(user), provider: p.name, route: "passthrough", usage: u})
 		})
 		return nil
 	}
@@ -118,6 +134,7 @@ func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p *providerRunti
 			g.fail(rw, r, errUpstreamTooLarge(p.name))
 			return
 		}
+		g.limiter.recordAttempt(p.name, "", attemptFailed(0, err, wd.stalled(), r.Context().Err() != nil))
 		g.fail(rw, r, upstreamFailure(p.name, wd, r.Context(), err))
 	}
 	rp.ServeHTTP(w, in)
@@ -148,27 +165,41 @@ func passthroughURL(p *providerRuntime, in *url.URL) *url.URL {
 // first 64 KiB, exactly once in the whole body, and be allowed by one of
 // the grants that reach the provider. Anything else is a 403 (fail
 // closed). The body is read (up to the passthrough cap) and replayed.
-func checkPassthroughModel(r *http.Request, body *cappedBody, grants []*grant, provider string) *apiError {
+func checkPassthroughModel(r *http.Request, body *cappedBody, grants []*grant, provider string) (string, *apiError) {
 	denied := newError(http.StatusForbidden, "permission_error", "model_not_allowed",
 		"this passthrough request names no model your group may use on provider \""+provider+"\"")
 	if isBinaryContentType(r.Header.Get("Content-Type")) {
-		return denied
+		return "", denied
 	}
+	model, e := peekPassthroughModel(body)
+	if e != nil {
+		return "", e
+	}
+	if model == "" || !anyGrantAllowsModel(grants, provider, model) {
+		return "", denied
+	}
+	return model, nil
+}
+
+// peekPassthroughModel reads the whole body (up to the passthrough cap),
+// arranges for it to be replayed, and returns its single top-level
+// "model" ("" when there is none within the first 64 KiB, or two).
+func peekPassthroughModel(body *cappedBody) (string, *apiError) {
 	data, err := io.ReadAll(body)
 	if body.exceeded {
-		return errTooLarge(maxPassthroughRequestBytes)
+		return "", errTooLarge(maxPassthroughRequestBytes)
 	}
 	if err != nil {
-		return errBadRequest("unreadable_body", "could not read the request body")
+		return "", errBadRequest("unreadable_body", "could not read the request body")
 	}
 	body.r = bytes.NewReader(data)
 	body.remaining = maxPassthroughRequestBytes
 	body.sent.Store(0)
 	model, ok := singleTopLevelModel(data)
-	if !ok || !anyGrantAllowsModel(grants, provider, model) {
-		return denied
+	if !ok {
+		return "", nil
 	}
-	return nil
+	return model, nil
 }
 
 // singleTopLevelModel returns the body's top-level "model" string when the

@@ -74,6 +74,11 @@ func compileUser(field string, uc *UserConfig, groups map[string]*grant) (compil
 	if personal != nil {
 		u.grants = append(u.grants, personal)
 	}
+	limits, err := compileLimits(field+".limits", uc.Limits)
+	if err != nil {
+		return compiledUser{}, fmt.Errorf("%v", strings.TrimPrefix(err.Error(), "config: "))
+	}
+	u.scopes = userScopes(u, limits)
 	key, err := resolveSecret(uc.APIKey)
 	if err != nil {
 		return compiledUser{}, fmt.Errorf("%s.apiKey: %v", field, err)
@@ -82,6 +87,19 @@ func compileUser(field string, uc *UserConfig, groups map[string]*grant) (compil
 		return compiledUser{}, fmt.Errorf("%s.apiKey: required", field)
 	}
 	return compiledUser{user: u, digest: sha256.Sum256([]byte(key)), field: field}, nil
+}
+
+// userScopes lists the scopes a user's requests count in: the user's
+// own (enforced when the user has limits), each member group's (enforced
+// when the group has limits), and the synthetic total (never enforced).
+func userScopes(u *userRuntime, limits *compiledLimits) []limitScope {
+	scopes := []limitScope{{kind: "user", id: u.name, limits: limits}}
+	for i := 0; i < len(u.grants); i++ {
+		if g := u.grants[i]; !g.personal {
+			scopes = append(scopes, limitScope{kind: "group", id: g.group, limits: g.limits})
+		}
+	}
+	return append(scopes, limitScope{kind: "total", id: "all"})
 }
 
 // mergeUsers overlays file users on inline ones (a file user replaces the

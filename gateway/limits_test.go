@@ -1,0 +1,502 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math"
+	"math/rand"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Property: for any instant, every window's bucket contains it, the
+// bucket id changes exactly at the window's end, and the end is the next
+// bucket's start. Times are drawn across decades, with month ends, leap
+// days and sub-second edges over-represented, in several time zones (a
+// window is always read in UTC).
+func TestWindowBucketsProperty(t *testing.T) {
+	rng := rand.New(rand.NewSource(20261130))
+	zones := []*time.Location{time.UTC, time.FixedZone("east", 14*3600), time.FixedZone("west", -12*3600-1800)}
+	edges := []time.Time{
+		time.Date(2028, 2, 29, 23, 59, 59, 999999999, time.UTC),
+		time.Date(2028, 3, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2026, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2100, 2, 28, 23, 59, 59, 0, time.UTC), // 2100 is not a leap year
+		time.Date(2026, 4, 30, 23, 59, 59, 500000000, time.UTC),
+	}
+	var samples []time.Time
+	for i := 0; i < len(edges); i++ {
+		samples = append(samples, edges[i], edges[i].Add(-time.Nanosecond), edges[i].Add(time.Nanosecond))
+	}
+	for i := 0; i < 5000; i++ {
+		sec := rng.Int63n(int64(100 * 365 * 24 * 3600))
+		samples = append(samples, time.Unix(946684800+sec, rng.Int63n(1e9)))
+	}
+	for i := 0; i < len(samples); i++ {
+		at := samples[i].In(zones[i%len(zones)])
+		for j := 0; j < len(countedWindows); j++ {
+			w := countedWindows[j]
+			start, end := w.start(at), w.end(at)
+			if at.Before(start) || !at.Before(end) {
+				t.Fatalf("%s: %v not in [%v, %v)", w.name, at.UTC(), start, end)
+			}
+			if w.bucket(at) != w.bucket(start) || w.bucket(at) != w.bucket(end.Add(-time.Nanosecond)) {
+				t.Fatalf("%s: bucket of %v differs inside its window", w.name, at.UTC())
+			}
+			if w.bucket(end) == w.bucket(at) {
+				t.Fatalf("%s: bucket does not change at the window end %v", w.name, end)
+			}
+			if !w.start(end).Equal(end) {
+				t.Fatalf("%s: end %v is not the next window's start", w.name, end)
+			}
+			if w.ttl < end.Sub(start) {
+				t.Fatalf("%s: retention %v shorter than the window", w.name, w.ttl)
+			}
+			if memoryTTL(w.ttl) < end.Sub(start) {
+				t.Fatalf("%s: in-process retention %v shorter than the window %v", w.name, memoryTTL(w.ttl), end.Sub(start))
+			}
+		}
+	}
+	// Spot checks with known answers.
+	leap := time.Date(2028, 2, 29, 12, 0, 0, 0, time.UTC)
+	if b := monthWindow.bucket(leap); b != "202802" {
+		t.Fatalf("leap month bucket %s", b)
+	}
+	if e := monthWindow.end(leap); !e.Equal(time.Date(2028, 3, 1, 0, 0, 0, 0, time.UTC)) {
+		t.Fatalf("leap month end %v", e)
+	}
+	if b := dayWindow.bucket(time.Date(2026, 11, 30, 23, 30, 0, 0, time.FixedZone("x", -3600))); b != "20261201" {
+		t.Fatalf("day bucket read in UTC: %s", b)
+	}
+}
+
+// fakeClock is a settable clock.
+type limitClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *limitClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *limitClock) set(t time.Time) {
+	c.mu.Lock()
+	c.t = t
+	c.mu.Unlock()
+}
+
+// countingStore counts round trips and can fail.
+type countingStore struct {
+	inner counterStore
+	calls atomic.Int64
+	fail  atomic.Bool
+}
+
+func (c *countingStore) apply(ctx context.Context, incrs []counterIncr, gets []string) ([]int64, []int64, error) {
+	c.calls.Add(1)
+	if c.fail.Load() {
+		return nil, nil, errors.New("store down")
+	}
+	return c.inner.apply(ctx, incrs, gets)
+}
+
+func testLimiter(clock *limitClock, failOpen bool) (*limiter, *countingStore, *memoryStore) {
+	primary := &countingStore{inner: newMemoryStore(clock.now)}
+	fallback := newMemoryStore(clock.now)
+	return newLimiter(primary, fallback, failOpen, clock.now, newLogger("test", io.Discard)), primary, fallback
+}
+
+func scopesWith(user, group *compiledLimits) []limitScope {
+	return []limitScope{{kind: "user", id: "alice", limits: user}, {kind: "group", id: "eng", limits: group}, {kind: "total", id: "all"}}
+}
+
+func TestLimiterRequestsPerMinute(t *testing.T) {
+	clock := &limitClock{t: time.Date(2026, 11, 30, 10, 15, 40, 0, time.UTC)}
+	l, store, _ := testLimiter(clock, true)
+	scopes := scopesWith(nil, &compiledLimits{requestsPerMinute: 3})
+	for i := 0; i < 3; i++ {
+		if e := l.checkAndCount(context.Background(), scopes); e != nil {
+			t.Fatalf("request %d refused: %v", i+1, e)
+		}
+	}
+	e := l.checkAndCount(context.Background(), scopes)
+	if e == nil || e.status != 429 || e.retryAfter != "20" || !strings.Contains(e.message, `group "eng"`) || !strings.Contains(e.message, "requestsPerMinute") {
+		t.Fatalf("4th request: %+v", e)
+	}
+	if store.calls.Load() != 4 {
+		t.Fatalf("round trips = %d, want one per check", store.calls.Load())
+	}
+	// The next minute starts fresh.
+	clock.set(time.Date(2026, 11, 30, 10, 16, 0, 0, time.UTC))
+	if e := l.checkAndCount(context.Background(), scopes); e != nil {
+		t.Fatalf("next minute refused: %v", e)
+	}
+}
+
+func TestLimiterScopesAreIndependent(t *testing.T) {
+	clock := &limitClock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	l, _, _ := testLimiter(clock, true)
+	group := &compiledLimits{requestsPerDay: 3}
+	alice := []limitScope{{kind: "user", id: "alice", limits: &compiledLimits{requestsPerDay: 1}}, {kind: "group", id: "eng", limits: group}, {kind: "total", id: "all"}}
+	bob := []limitScope{{kind: "user", id: "bob"}, {kind: "group", id: "eng", limits: group}, {kind: "total", id: "all"}}
+	if e := l.checkAndCount(context.Background(), alice); e != nil {
+		t.Fatal(e)
+	}
+	e := l.checkAndCount(context.Background(), alice)
+	if e == nil || !strings.Contains(e.message, `user "alice"`) {
+		t.Fatalf("alice's second: %+v", e)
+	}
+	// Alice's refused request still counted toward the group (counted
+	// before evaluation): bob gets the one request left.
+	if e := l.checkAndCount(context.Background(), bob); e != nil {
+		t.Fatalf("bob refused early: %v", e)
+	}
+	e = l.checkAndCount(context.Background(), bob)
+	if e == nil || !strings.Contains(e.message, `group "eng"`) || !strings.Contains(e.message, "requestsPerDay") {
+		t.Fatalf("bob's second: %+v", e)
+	}
+	if e.retryAfter != "50400" {
+		t.Fatalf("Retry-After %s, want the seconds to UTC midnight", e.retryAfter)
+	}
+}
+
+func TestLimiterTokenAndCostBudgets(t *testing.T) {
+	clock := &limitClock{t: time.Date(2026, 2, 27, 12, 0, 0, 0, time.UTC)}
+	l, store, _ := testLimiter(clock, true)
+	scopes := scopesWith(&compiledLimits{tokensPerDay: 100, costPerMonthMicros: 5000000}, nil)
+	ctx := context.Background()
+	if e := l.checkAndCount(ctx, scopes); e != nil {
+		t.Fatal(e)
+	}
+	before := store.calls.Load()
+	l.account(ctx, scopes, usage{promptTokens: 60, completionTokens: 39}, 1000000)
+	if store.calls.Load() != before+1 {
+		t.Fatalf("account took %d round trips, want 1", store.calls.Load()-before)
+	}
+	if e := l.checkAndCount(ctx, scopes); e != nil {
+		t.Fatalf("99 of 100 tokens used: refused %v", e)
+	}
+	// This request pushes the day over: it was admitted (overshoot by at
+	// most one request), the next one is refused.
+	l.account(ctx, scopes, usage{promptTokens: 0, completionTokens: 50}, 1000000)
+	e := l.checkAndCount(ctx, scopes)
+	if e == nil || !strings.Contains(e.message, "tokensPerDay") || !strings.Contains(e.message, "tokens") {
+		t.Fatalf("over the token budget: %+v", e)
+	}
+	// The next day the token budget is fresh; the month cost is not.
+	clock.set(time.Date(2026, 2, 28, 0, 0, 1, 0, time.UTC))
+	if e := l.checkAndCount(ctx, scopes); e != nil {
+		t.Fatalf("next day refused: %v", e)
+	}
+	l.account(ctx, scopes, usage{promptTokens: 1}, 3000000)
+	e = l.checkAndCount(ctx, scopes)
+	if e == nil || !strings.Contains(e.message, "costPerMonthUSD") || !strings.Contains(e.message, "$5") {
+		t.Fatalf("over the cost budget: %+v", e)
+	}
+	if e.retryAfter != "86399" {
+		t.Fatalf("Retry-After %s, want the seconds to March", e.retryAfter)
+	}
+	// A month budget is a calendar month even on the in-process store,
+	// whose keys are otherwise capped at 48h: still refused 2 days on.
+	clock.set(time.Date(2026, 2, 28, 23, 59, 0, 0, time.UTC))
+	if e := l.checkAndCount(ctx, scopes); e == nil {
+		t.Fatal("month budget forgotten within the month")
+	}
+	clock.set(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC))
+	if e := l.checkAndCount(ctx, scopes); e != nil {
+		t.Fatalf("new month refused: %v", e)
+	}
+}
+
+func TestLimiterOneRoundTripWhateverTheScopes(t *testing.T) {
+	clock := &limitClock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	l, store, _ := testLimiter(clock, true)
+	lim := &compiledLimits{requestsPerMinute: 100, tokensPerDay: 1000, costPerDayMicros: 1000}
+	scopes := []limitScope{{kind: "user", id: "u", limits: lim}}
+	for i := 0; i < 6; i++ {
+		scopes = append(scopes, limitScope{kind: "group", id: "g" + string(rune('a'+i)), limits: lim})
+	}
+	scopes = append(scopes, limitScope{kind: "total", id: "all"})
+	if e := l.checkAndCount(context.Background(), scopes); e != nil {
+		t.Fatal(e)
+	}
+	l.account(context.Background(), scopes, usage{promptTokens: 3, completionTokens: 4}, 7)
+	if store.calls.Load() != 2 {
+		t.Fatalf("round trips = %d for 8 scopes, want 2 (check + account)", store.calls.Load())
+	}
+}
+
+func TestLimiterFailOpenAndClosed(t *testing.T) {
+	clock := &limitClock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	scopes := scopesWith(nil, &compiledLimits{requestsPerMinute: 2})
+
+	l, store, fallback := testLimiter(clock, true)
+	store.fail.Store(true)
+	for i := 0; i < 2; i++ {
+		if e := l.checkAndCount(context.Background(), scopes); e != nil {
+			t.Fatalf("fail-open request %d: %v", i, e)
+		}
+	}
+	// The fallback still enforces.
+	if e := l.checkAndCount(context.Background(), scopes); e == nil || e.status != 429 {
+		t.Fatalf("fallback did not enforce: %+v", e)
+	}
+	if fallback.size() == 0 {
+		t.Fatal("nothing counted in process")
+	}
+
+	l2, store2, _ := testLimiter(clock, false)
+	store2.fail.Store(true)
+	e := l2.checkAndCount(context.Background(), scopes)
+	if e == nil || e.status != 503 || e.retryAfter == "" {
+		t.Fatalf("fail-closed: %+v", e)
+	}
+	store2.fail.Store(false)
+	if e := l2.checkAndCount(context.Background(), scopes); e != nil {
+		t.Fatalf("after recovery: %v", e)
+	}
+}
+
+func TestCompileLimitsErrors(t *testing.T) {
+	cases := []struct {
+		lc   LimitsConfig
+		want string
+	}{
+		{LimitsConfig{RequestsPerMinute: -1}, "g.requestsPerMinute: -1"},
+		{LimitsConfig{TokensPerMonth: -5}, "g.tokensPerMonth: -5"},
+		{LimitsConfig{CostPerDayUSD: -0.01}, "g.costPerDayUSD"},
+		{LimitsConfig{CostPerDayUSD: math.NaN()}, "g.costPerDayUSD: NaN"},
+		{LimitsConfig{CostPerMonthUSD: math.Inf(1)}, "g.costPerMonthUSD: +Inf"},
+		{LimitsConfig{CostPerMonthUSD: math.Inf(-1)}, "g.costPerMonthUSD: -Inf"},
+	}
+	for _, tc := range cases {
+		lc := tc.lc
+		if _, err := compileLimits("g", &lc); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: err %v, want %q", tc.lc, err, tc.want)
+		}
+	}
+	l, err := compileLimits("g", &LimitsConfig{CostPerDayUSD: 1.25, RequestsPerMinute: 5})
+	if err != nil || l.costPerDayMicros != 1250000 || l.requestsPerMinute != 5 {
+		t.Fatalf("%+v %v", l, err)
+	}
+	// Through the config: a group's and a user's limits are validated.
+	_, err = newGatewayFromConfig(t, `{"providers":{"p":{"type":"openai","baseUrl":"http://127.0.0.1:1"}},
+		"groups":{"eng":{"limits":{"requestsPerDay":-2}}}}`)
+	if err == nil || !strings.Contains(err.Error(), "groups.eng.limits.requestsPerDay: -2") {
+		t.Fatalf("group limits: %v", err)
+	}
+	_, err = newGatewayFromConfig(t, `{"providers":{"p":{"type":"openai","baseUrl":"http://127.0.0.1:1"}},
+		"groups":{"eng":{}},"users":{"inline":[{"name":"a","group":"eng","apiKey":"k","limits":{"costPerMonthUSD":-1}}]}}`)
+	if err == nil || !strings.Contains(err.Error(), "users.inline[0] (a).limits.costPerMonthUSD") {
+		t.Fatalf("user limits: %v", err)
+	}
+}
+
+func TestMemoryStoreExpiry(t *testing.T) {
+	clock := &limitClock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	m := newMemoryStore(clock.now)
+	ctx := context.Background()
+	incr := func(key string, ttl time.Duration) int64 {
+		v, _, _ := m.apply(ctx, []counterIncr{{key: key, delta: 1, ttl: ttl}}, nil)
+		return v[0]
+	}
+	incr("a", time.Minute)
+	if v := incr("a", time.Minute); v != 2 {
+		t.Fatalf("a = %d", v)
+	}
+	clock.set(clock.now().Add(time.Minute))
+	if v := incr("a", time.Minute); v != 1 {
+		t.Fatalf("expired key kept its value: %d", v)
+	}
+	_, got, _ := m.apply(ctx, nil, []string{"a", "missing"})
+	if got[0] != 1 || got[1] != 0 {
+		t.Fatalf("gets %v", got)
+	}
+	incr("month", monthWindow.ttl)
+	clock.set(clock.now().Add(31 * 24 * time.Hour))
+	if _, got, _ := m.apply(ctx, nil, []string{"month"}); got[0] != 1 {
+		t.Fatal("a month key did not outlive its month in process")
+	}
+}
+
+func TestAsyncWriterDropsBeyondCapacity(t *testing.T) {
+	a := newAsyncWriter(64)
+	release := make(chan struct{})
+	var ran atomic.Int64
+	for i := 0; i < 64; i++ {
+		if !a.submit(func() { <-release; ran.Add(1) }) {
+			t.Fatalf("write %d dropped below capacity", i)
+		}
+	}
+	if a.submit(func() { ran.Add(1) }) {
+		t.Fatal("the 65th concurrent write was queued, not dropped")
+	}
+	if a.dropped.Load() != 1 {
+		t.Fatalf("dropped = %d", a.dropped.Load())
+	}
+	close(release)
+	a.wait()
+	if ran.Load() != 64 {
+		t.Fatalf("ran %d", ran.Load())
+	}
+	if !a.submit(func() {}) {
+		t.Fatal("capacity not released")
+	}
+	a.wait()
+	// A panicking write frees its slot and never reaches the caller.
+	a.submit(func() { panic("boom") })
+	a.wait()
+}
+
+// limitsGateway serves one openai provider with the given groups/users
+// JSON and a settable clock; it returns the gateway's in-process store.
+func limitsGateway(t *testing.T, upURL, groupsUsers string, clock *limitClock) (string, *Gateway) {
+	t.Helper()
+	cfg := `{"providers": {"mock": {"type": "openai", "baseUrl": "` + upURL + `", "apiKey": "` + testProviderKey + `", "models": ["m1"]}},` + groupsUsers + `}`
+	g, srv, _ := serveTestGateway(t, cfg, nil, func(g *Gateway) {
+		g.limiter.now = clock.now
+	})
+	return srv.URL, g
+}
+
+func TestLimitsOverHTTP(t *testing.T) {
+	up := newFakeUpstream(t, okJSON(chatOK)) // 11 prompt + 7 completion tokens
+	clock := &limitClock{t: time.Date(2026, 11, 30, 10, 0, 30, 0, time.UTC)}
+	base, g := limitsGateway(t, up.URL, `
+  "groups": {"eng": {"limits": {"requestsPerMinute": 2}}, "free": {"limits": {"tokensPerDay": 30}}},
+  "users": {"inline": [
+    {"name": "alice", "group": "eng", "apiKey": "`+testAliceKey+`"},
+    {"name": "bob", "group": "free", "apiKey": "`+testBobKey+`"}]}`, clock)
+	for i := 0; i < 2; i++ {
+		if status, _, body := do(t, "POST", base+"/v1/chat/completions", testAliceKey, chatReq); status != 200 {
+			t.Fatalf("alice %d: %d %s", i, status, body)
+		}
+	}
+	status, hdr, body := do(t, "POST", base+"/v1/chat/completions", testAliceKey, chatReq)
+	if status != 429 || hdr.Get("Retry-After") != "30" || !strings.Contains(body, `group \"eng\"`) || !strings.Contains(body, "requestsPerMinute") {
+		t.Fatalf("alice 3rd: %d Retry-After %q %s", status, hdr.Get("Retry-After"), body)
+	}
+	if up.count() != 2 {
+		t.Fatalf("a refused request reached the upstream")
+	}
+	// Bob: 18 tokens per request against 30 per day: the second request
+	// starts under budget and is served (overshoot), the third is refused.
+	for i := 0; i < 2; i++ {
+		if status, _, body := do(t, "POST", base+"/v1/chat/completions", testBobKey, chatReq); status != 200 {
+			t.Fatalf("bob %d: %d %s", i, status, body)
+		}
+	}
+	status, _, body = do(t, "POST", base+"/v1/chat/completions", testBobKey, chatReq)
+	if status != 429 || !strings.Contains(body, "tokensPerDay") {
+		t.Fatalf("bob 3rd: %d %s", status, body)
+	}
+	// Prompt and completion tokens are kept apart, in every scope.
+	now := clock.now()
+	keys := []string{
+		counterKey("user", "bob", "tokin", dayWindow, now), counterKey("user", "bob", "tokout", dayWindow, now),
+		counterKey("group", "free", "tokin", monthWindow, now), counterKey("total", "all", "tokout", hourWindow, now),
+		counterKey("total", "all", "req", minuteWindow, now), counterKey("user", "alice", "req", dayWindow, now),
+	}
+	_, got, _ := g.limiter.store.apply(context.Background(), nil, keys)
+	want := []int64{22, 14, 22, 28, 6, 3}
+	for i := 0; i < len(want); i++ {
+		if got[i] != want[i] {
+			t.Errorf("%s = %d, want %d", keys[i], got[i], want[i])
+		}
+	}
+	g.limiter.async.wait()
+	_, rej, _ := g.limiter.store.apply(context.Background(), nil, []string{
+		counterKey("group", "eng", "rej", dayWindow, now), counterKey("total", "all", "rej", dayWindow, now),
+		"llmgw:prov:mock:attempt:min:" + minuteWindow.bucket(now), "llmgw:provmodel:mock/m1:fail:day:" + dayWindow.bucket(now)})
+	if rej[0] != 1 || rej[1] != 2 || rej[2] != 4 || rej[3] != 0 {
+		t.Fatalf("rejections/success counters = %v, want [1 2 4 0]", rej)
+	}
+}
+
+func TestProviderSuccessRates(t *testing.T) {
+	up := scriptedUpstream(t, okJSON(chatOK), statusReply(503, ""), statusReply(400, ""), hangUp, okJSON(`{}`))
+	clock := &limitClock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	base, g := limitsGateway(t, up.URL, `"groups": {"all": {}}, "users": {"inline": [{"name": "alice", "group": "all", "apiKey": "`+testAliceKey+`"}]}`, clock)
+	for i := 0; i < 4; i++ {
+		do(t, "POST", base+"/v1/chat/completions", testAliceKey, chatReq)
+	}
+	send(t, base, testRequest{method: "GET", path: "/mock/v1/models", headers: bearer(testAliceKey)})
+	g.limiter.async.wait()
+	now := clock.now()
+	day := dayWindow.bucket(now)
+	_, got, _ := g.limiter.store.apply(context.Background(), nil, []string{
+		"llmgw:prov:mock:attempt:day:" + day, "llmgw:prov:mock:fail:day:" + day,
+		"llmgw:provmodel:mock/m1:attempt:day:" + day, "llmgw:provmodel:mock/m1:fail:day:" + day,
+	})
+	// 5 attempts (4 unified + 1 passthrough); failures: the 503 and the
+	// hang-up (the 400 is the request's fault, not the provider's); the
+	// passthrough writes no provider/model counter.
+	want := []int64{5, 2, 4, 2}
+	for i := 0; i < len(want); i++ {
+		if got[i] != want[i] {
+			t.Fatalf("counters = %v, want %v", got, want)
+		}
+	}
+}
+
+func TestCostBudgetsAndPricing(t *testing.T) {
+	up := newFakeUpstream(t, okJSON(chatOK)) // 11 prompt + 7 completion tokens
+	clock := &limitClock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	users := `"groups": {"paid": {"limits": {"costPerDayUSD": 1}}, "open": {}},
+  "users": {"inline": [{"name": "alice", "group": "paid", "apiKey": "` + testAliceKey + `"}, {"name": "bob", "group": "open", "apiKey": "` + testBobKey + `"}]}`
+
+	// Unpriced model + a cost budget: 402, on the unified route and on a
+	// passthrough body that names the model; no budget: served.
+	base, _ := limitsGateway(t, up.URL, users, clock)
+	status, _, body := do(t, "POST", base+"/v1/chat/completions", testAliceKey, chatReq)
+	if status != 402 || !strings.Contains(body, "model_unpriced") || !strings.Contains(body, "allowUnpricedWithCostBudget") {
+		t.Fatalf("unpriced with budget: %d %s", status, body)
+	}
+	resp, body := send(t, base, testRequest{method: "POST", path: "/mock/v1/chat/completions", headers: bearer(testAliceKey), body: chatReq})
+	if resp.StatusCode != 402 {
+		t.Fatalf("passthrough unpriced with budget: %d %s", resp.StatusCode, body)
+	}
+	if status, _, _ := do(t, "POST", base+"/v1/chat/completions", testBobKey, chatReq); status != 200 {
+		t.Fatalf("no budget: %d", status)
+	}
+	if up.count() != 1 {
+		t.Fatalf("refused requests reached the upstream: %d", up.count())
+	}
+
+	// allowUnpricedWithCostBudget serves it (billed 0).
+	base2, _ := limitsGateway(t, up.URL, `"allowUnpricedWithCostBudget": true, `+users, clock)
+	if status, _, body := do(t, "POST", base2+"/v1/chat/completions", testAliceKey, chatReq); status != 200 {
+		t.Fatalf("allowUnpriced: %d %s", status, body)
+	}
+
+	// Priced by an override: cost accounted in micro-USD, budget enforced.
+	base3, g3 := limitsGateway(t, up.URL, `"pricing": {"mock/m1": {"inputPerM": 20000, "outputPerM": 60000}}, `+users, clock)
+	if status, _, body := do(t, "POST", base3+"/v1/chat/completions", testAliceKey, chatReq); status != 200 {
+		t.Fatalf("priced: %d %s", status, body)
+	}
+	// 11 × $0.02 + 7 × $0.06 = $0.64
+	_, got, _ := g3.limiter.store.apply(context.Background(), nil, []string{counterKey("group", "paid", "cost", dayWindow, clock.now())})
+	if got[0] != 640000 {
+		t.Fatalf("cost = %d micro-USD, want 640000", got[0])
+	}
+	if status, _, _ := do(t, "POST", base3+"/v1/chat/completions", testAliceKey, chatReq); status != 200 {
+		t.Fatal("second request under budget refused")
+	}
+	status, _, body = do(t, "POST", base3+"/v1/chat/completions", testAliceKey, chatReq)
+	if status != 429 || !strings.Contains(body, "costPerDayUSD") {
+		t.Fatalf("over the cost budget: %d %s", status, body)
+	}
+	// Pricing overrides are validated at construction.
+	_, err := newGatewayFromConfig(t, `{"pricing": {"x": {"inputPerM": -1}}, "providers": {"p": {"type": "openai", "baseUrl": "http://127.0.0.1:1"}}}`)
+	if err == nil || !strings.Contains(err.Error(), "inputPerM") {
+		t.Fatalf("bad pricing: %v", err)
+	}
+}

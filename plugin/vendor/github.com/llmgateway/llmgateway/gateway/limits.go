@@ -1,0 +1,432 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Limits and accounting: fixed UTC windows, counted per scope (the user,
+// each member group, and a synthetic "total"), in one store round trip
+// for the check and one for the accounting of a request.
+
+// window is a fixed UTC calendar window.
+type window struct {
+	name string
+	// layout formats a time into the window's bucket id.
+	layout string
+	// ttl is the counter key's retention (Redis); the in-process store
+	// caps it (memoryTTL).
+	ttl time.Duration
+}
+
+var (
+	minuteWindow = &window{name: "min", layout: "200601021504", ttl: 2 * time.Minute}
+	hourWindow   = &window{name: "hour", layout: "2006010215", ttl: 48 * time.Hour}
+	dayWindow    = &window{name: "day", layout: "20060102", ttl: 35 * 24 * time.Hour}
+	monthWindow  = &window{name: "month", layout: "200601", ttl: 400 * 24 * time.Hour}
+
+	// countedWindows are the windows every request counter is kept in
+	// (hour is for charts only; no limit names it).
+	countedWindows = []*window{minuteWindow, hourWindow, dayWindow, monthWindow}
+	// usageWindows are where tokens and cost accumulate.
+	usageWindows = []*window{hourWindow, dayWindow, monthWindow}
+)
+
+// bucket is the window's bucket id for t (always read in UTC).
+func (w *window) bucket(t time.Time) string { return t.UTC().Format(w.layout) }
+
+// start is the beginning of the window containing t.
+func (w *window) start(t time.Time) time.Time {
+	t = t.UTC()
+	switch w {
+	case minuteWindow:
+		return t.Truncate(time.Minute)
+	case hourWindow:
+		return t.Truncate(time.Hour)
+	case dayWindow:
+		return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+	}
+	return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
+}
+
+// end is the first instant after the window containing t.
+func (w *window) end(t time.Time) time.Time {
+	s := w.start(t)
+	switch w {
+	case minuteWindow:
+		return s.Add(time.Minute)
+	case hourWindow:
+		return s.Add(time.Hour)
+	case dayWindow:
+		return s.AddDate(0, 0, 1)
+	}
+	return s.AddDate(0, 1, 0)
+}
+
+// compiledLimits is LimitsConfig validated, with costs in micro-USD.
+type compiledLimits struct {
+	requestsPerMinute, requestsPerDay int64
+	tokensPerDay, tokensPerMonth      int64
+	costPerDayMicros                  int64
+	costPerMonthMicros                int64
+}
+
+func (l *compiledLimits) hasTokenLimits() bool {
+	return l != nil && (l.tokensPerDay > 0 || l.tokensPerMonth > 0)
+}
+
+func (l *compiledLimits) hasCostLimits() bool {
+	return l != nil && (l.costPerDayMicros > 0 || l.costPerMonthMicros > 0)
+}
+
+// compileLimits validates a limits block (nil stays nil: unlimited).
+func compileLimits(field string, lc *LimitsConfig) (*compiledLimits, error) {
+	if lc == nil {
+		return nil, nil
+	}
+	counts := []struct {
+		name  string
+		value int64
+	}{
+		{"requestsPerMinute", lc.RequestsPerMinute},
+		{"requestsPerDay", lc.RequestsPerDay},
+		{"tokensPerDay", lc.TokensPerDay},
+		{"tokensPerMonth", lc.TokensPerMonth},
+	}
+	for i := 0; i < len(counts); i++ {
+		if counts[i].value < 0 {
+			return nil, fmt.Errorf("config: %s.%s: %d must not be negative (0 is unlimited)", field, counts[i].name, counts[i].value)
+		}
+	}
+	day, err := usdToMicros(field+".costPerDayUSD", lc.CostPerDayUSD)
+	if err != nil {
+		return nil, err
+	}
+	month, err := usdToMicros(field+".costPerMonthUSD", lc.CostPerMonthUSD)
+	if err != nil {
+		return nil, err
+	}
+	l := &compiledLimits{
+		requestsPerMinute: lc.RequestsPerMinute, requestsPerDay: lc.RequestsPerDay,
+		tokensPerDay: lc.TokensPerDay, tokensPerMonth: lc.TokensPerMonth,
+		costPerDayMicros: day, costPerMonthMicros: month,
+	}
+	return l, nil
+}
+
+// usdToMicros converts a USD budget to integer micro-USD, refusing
+// negative, NaN, infinite and absurd values.
+func usdToMicros(field string, usd float64) (int64, error) {
+	if math.IsNaN(usd) || math.IsInf(usd, 0) || usd < 0 {
+		return 0, fmt.Errorf("config: %s: %v must be a finite, non-negative USD amount", field, usd)
+	}
+	if usd > 1e12 {
+		return 0, fmt.Errorf("config: %s: %v is too large", field, usd)
+	}
+	return int64(math.Round(usd * 1e6)), nil
+}
+
+// limitScope is one counted scope of a request.
+type limitScope struct {
+	kind   string // "user", "group" or "total"
+	id     string
+	limits *compiledLimits // nil: counted, never enforced
+}
+
+func (s *limitScope) name() string { return s.kind + " \"" + s.id + "\"" }
+
+// counterKey is llmgw:{kind}:{id}:{metric}:{window}:{bucket}. ':' in an
+// id is escaped so two scopes can never share a key.
+func counterKey(kind, id, metric string, w *window, t time.Time) string {
+	return "llmgw:" + kind + ":" + strings.Replace(id, ":", "%3A", -1) + ":" + metric + ":" + w.name + ":" + w.bucket(t)
+}
+
+// limiter enforces limits and accounts usage against a store, falling
+// back to the in-process store on a store error when failOpen is set.
+type limiter struct {
+	store    counterStore // Redis, or the memory store
+	fallback *memoryStore // nil when store is already the memory store
+	failOpen bool
+	now      func() time.Time
+	log      *logger
+	async    *asyncWriter // rejection counts and provider success rates
+
+	lastErrorLog atomic.Int64 // unix nanos of the last store-error line
+}
+
+func newLimiter(store counterStore, fallback *memoryStore, failOpen bool, now func() time.Time, log *logger) *limiter {
+	if now == nil {
+		now = time.Now
+	}
+	return &limiter{store: store, fallback: fallback, failOpen: failOpen, now: now, log: log, async: newAsyncWriter(64)}
+}
+
+// errStoreUnavailable is the 503 when Redis fails and failOpen is false.
+func errStoreUnavailable() *apiError {
+	e := newError(http.StatusServiceUnavailable, "server_error", "limits_store_unavailable",
+		"the limits store is unreachable; retry shortly")
+	e.retryAfter = "1"
+	return e
+}
+
+// run applies a batch, on the fallback store when the primary fails and
+// failOpen is set. A store error is logged at most once per 30 s.
+func (l *limiter) run(ctx context.Context, incrs []counterIncr, gets []string) ([]int64, []int64, error) {
+	a, b, err := l.store.apply(ctx, incrs, gets)
+	if err == nil {
+		return a, b, nil
+	}
+	if ctx.Err() != nil {
+		return nil, nil, err
+	}
+	l.logStoreError(err)
+	if !l.failOpen || l.fallback == nil {
+		return nil, nil, err
+	}
+	return l.fallback.apply(ctx, incrs, gets)
+}
+
+func (l *limiter) logStoreError(err error) {
+	now := time.Now().UnixNano()
+	last := l.lastErrorLog.Load()
+	if last != 0 && now-last < int64(30*time.Second) {
+		return
+	}
+	if !l.lastErrorLog.CompareAndSwap(last, now) {
+		return
+	}
+	if l.failOpen && l.fallback != nil {
+		l.log.errorf("limits store error (counting in process until it recovers; logged at most every 30s): %v", err)
+		return
+	}
+	l.log.errorf("limits store error (requests get 503; logged at most every 30s): %v", err)
+}
+
+// checkAndCount counts the request in every scope and window, then
+// refuses it (429) when a scope's request rate is over its limit or its
+// token or cost budget is already used up. One store round trip.
+func (l *limiter) checkAndCount(ctx context.Context, scopes []limitScope) *apiError {
+	now := l.now()
+	incrs := make([]counterIncr, 0, len(scopes)*len(countedWindows))
+	var gets []string
+	for i := 0; i < len(scopes); i++ {
+		s := &scopes[i]
+		for j := 0; j < len(countedWindows); j++ {
+			w := countedWindows[j]
+			incrs = append(incrs, counterIncr{key: counterKey(s.kind, s.id, "req", w, now), delta: 1, ttl: w.ttl})
+		}
+		if s.limits.hasTokenLimits() {
+			gets = append(gets,
+				counterKey(s.kind, s.id, "tokin", dayWindow, now), counterKey(s.kind, s.id, "tokout", dayWindow, now),
+				counterKey(s.kind, s.id, "tokin", monthWindow, now), counterKey(s.kind, s.id, "tokout", monthWindow, now))
+		}
+		if s.limits.hasCostLimits() {
+			gets = append(gets, counterKey(s.kind, s.id, "cost", dayWindow, now), counterKey(s.kind, s.id, "cost", monthWindow, now))
+		}
+	}
+	counts, values, err := l.run(ctx, incrs, gets)
+	if err != nil {
+		if ctx.Err() != nil {
+			return upstreamFailure("", nil, ctx, err)
+		}
+		return errStoreUnavailable()
+	}
+	g := 0
+	for i := 0; i < len(scopes); i++ {
+		s := &scopes[i]
+		base := i * len(countedWindows)
+		lim := s.limits
+		var tokDay, tokMonth, costDay, costMonth int64
+		if lim.hasTokenLimits() {
+			tokDay = values[g] + values[g+1]
+			tokMonth = values[g+2] + values[g+3]
+			g += 4
+		}
+		if lim.hasCostLimits() {
+			costDay = values[g]
+			costMonth = values[g+1]
+			g += 2
+		}
+		if lim == nil {
+			continue
+		}
+		checks := []struct {
+			over  bool
+			limit string
+			value int64
+			w     *window
+		}{
+			{lim.requestsPerMinute > 0 && counts[base] > lim.requestsPerMinute, "requestsPerMinute", lim.requestsPerMinute, minuteWindow},
+			{lim.requestsPerDay > 0 && counts[base+2] > lim.requestsPerDay, "requestsPerDay", lim.requestsPerDay, dayWindow},
+			{lim.tokensPerDay > 0 && tokDay >= lim.tokensPerDay, "tokensPerDay", lim.tokensPerDay, dayWindow},
+			{lim.tokensPerMonth > 0 && tokMonth >= lim.tokensPerMonth, "tokensPerMonth", lim.tokensPerMonth, monthWindow},
+			{lim.costPerDayMicros > 0 && costDay >= lim.costPerDayMicros, "costPerDayUSD", lim.costPerDayMicros, dayWindow},
+			{lim.costPerMonthMicros > 0 && costMonth >= lim.costPerMonthMicros, "costPerMonthUSD", lim.costPerMonthMicros, monthWindow},
+		}
+		for k := 0; k < len(checks); k++ {
+			if checks[k].over {
+				l.countRejection(scopes, i, now)
+				return errLimitExceeded(s, checks[k].limit, checks[k].value, checks[k].w, now)
+			}
+		}
+	}
+	return nil
+}
+
+// errLimitExceeded is the 429 naming the scope and the limit, with
+// Retry-After set to the seconds left in the limit's window.
+func errLimitExceeded(s *limitScope, limit string, value int64, w *window, now time.Time) *apiError {
+	shown := strconv.FormatInt(value, 10)
+	what := "requests"
+	switch limit {
+	case "tokensPerDay", "tokensPerMonth":
+		what = "tokens"
+	case "costPerDayUSD", "costPerMonthUSD":
+		what = "cost"
+		shown = "$" + strconv.FormatFloat(float64(value)/1e6, 'f', -1, 64)
+	}
+	e := newError(http.StatusTooManyRequests, "rate_limit_error", "rate_limit_exceeded",
+		s.name()+" is over its "+limit+" limit ("+shown+" "+what+")")
+	secs := int64(math.Ceil(w.end(now).Sub(now).Seconds()))
+	if secs < 1 {
+		secs = 1
+	}
+	e.retryAfter = strconv.FormatInt(secs, 10)
+	return e
+}
+
+// countRejection counts a refusal for the refusing scope and for total,
+// off the request goroutine.
+func (l *limiter) countRejection(scopes []limitScope, refused int, now time.Time) {
+	if l.async == nil {
+		return
+	}
+	var incrs []counterIncr
+	for i := 0; i < len(scopes); i++ {
+		if i != refused && scopes[i].kind != "total" {
+			continue
+		}
+		for j := 0; j < len(countedWindows); j++ {
+			w := countedWindows[j]
+			incrs = append(incrs, counterIncr{key: counterKey(scopes[i].kind, scopes[i].id, "rej", w, now), delta: 1, ttl: w.ttl})
+		}
+	}
+	l.async.submit(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, _, _ = l.run(ctx, incrs, nil)
+	})
+}
+
+// account adds a finished request's tokens and cost to every scope's
+// hour, day and month windows. One store round trip; nothing when there
+// is nothing to add.
+func (l *limiter) account(ctx context.Context, scopes []limitScope, u usage, costMicros int64) {
+	now := l.now()
+	metrics := []struct {
+		name  string
+		delta int64
+	}{{"tokin", u.promptTokens}, {"tokout", u.completionTokens}, {"cost", costMicros}}
+	var incrs []counterIncr
+	for i := 0; i < len(scopes); i++ {
+		for m := 0; m < len(metrics); m++ {
+			if metrics[m].delta <= 0 {
+				continue
+			}
+			for j := 0; j < len(usageWindows); j++ {
+				w := usageWindows[j]
+				incrs = append(incrs, counterIncr{key: counterKey(scopes[i].kind, scopes[i].id, metrics[m].name, w, now), delta: metrics[m].delta, ttl: w.ttl})
+			}
+		}
+	}
+	if len(incrs) == 0 {
+		return
+	}
+	if _, _, err := l.run(ctx, incrs, nil); err != nil {
+		l.log.errorf("usage of a finished request could not be recorded: %v", err)
+	}
+}
+
+// asyncWriter runs counter writes that nothing waits on (provider
+// success rates, rejection counts) off the request goroutine: at most 64
+// in flight, anything beyond that is dropped, never queued.
+type asyncWriter struct {
+	slots   chan struct{}
+	dropped atomic.Int64
+	wg      sync.WaitGroup
+}
+
+func newAsyncWriter(n int) *asyncWriter { return &asyncWriter{slots: make(chan struct{}, n)} }
+
+// submit runs fn on its own goroutine when a slot is free.
+func (a *asyncWriter) submit(fn func()) bool {
+	select {
+	case a.slots <- struct{}{}:
+	default:
+		a.dropped.Add(1)
+		return false
+	}
+	a.wg.Add(1)
+	go func() {
+		defer func() {
+			_ = recover()
+			<-a.slots
+			a.wg.Done()
+		}()
+		fn()
+	}()
+	return true
+}
+
+// wait blocks until every submitted write finished (tests, Close).
+func (a *asyncWriter) wait() { a.wg.Wait() }
+
+// healthWindows are the windows of the provider success-rate counters.
+var healthWindows = []*window{minuteWindow, dayWindow}
+
+// recordAttempt counts one upstream attempt, and whether it failed by the
+// provider's fault, per provider and per provider/model (model "" for
+// native passthrough: provider level only). Off the request goroutine;
+// dropped when 64 writes are already in flight.
+func (l *limiter) recordAttempt(provider, model string, failed bool) {
+	if l.async == nil {
+		return
+	}
+	now := l.now()
+	metrics := []string{"attempt"}
+	if failed {
+		metrics = append(metrics, "fail")
+	}
+	var incrs []counterIncr
+	for m := 0; m < len(metrics); m++ {
+		for j := 0; j < len(healthWindows); j++ {
+			w := healthWindows[j]
+			incrs = append(incrs, counterIncr{key: "llmgw:prov:" + provider + ":" + metrics[m] + ":" + w.name + ":" + w.bucket(now), delta: 1, ttl: w.ttl})
+			if model != "" {
+				incrs = append(incrs, counterIncr{key: "llmgw:provmodel:" + provider + "/" + model + ":" + metrics[m] + ":" + w.name + ":" + w.bucket(now), delta: 1, ttl: w.ttl})
+			}
+		}
+	}
+	l.async.submit(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, _, _ = l.run(ctx, incrs, nil)
+	})
+}
+
+// attemptFailed classifies an attempt for the success rates: a
+// connection error, 429, 5xx or a stall is the provider's failure; a
+// client cancellation or any other answer is not.
+func attemptFailed(status int, err error, stalled, clientGone bool) bool {
+	if err != nil {
+		return stalled || !clientGone
+	}
+	return transientStatus(status)
+}

@@ -1,0 +1,59 @@
+package gateway
+
+import (
+	"net/http"
+)
+
+// Metering: where the routes meet limits and accounting.
+
+// userScopesOf is the user's limit scopes (nil for no user).
+func userScopesOf(u *userRuntime) []limitScope {
+	if u == nil {
+		return nil
+	}
+	return u.scopes
+}
+
+// admit counts the request in its scopes and refuses it when a limit is
+// exhausted (429), the store is down and failOpen is off (503), or the
+// model has no known price while the caller has a cost budget (402).
+// provider and model are "" when the request names no model (native
+// passthrough without a readable one).
+func (g *Gateway) admit(r *http.Request, user *userRuntime, provider, model string) *apiError {
+	if e := g.limiter.checkAndCount(r.Context(), user.scopes); e != nil {
+		return e
+	}
+	if model == "" || g.cfg.allowUnpriced || !hasCostBudget(user.scopes) {
+		return nil
+	}
+	if _, priced := g.priceOf(provider, model); !priced {
+		return newError(http.StatusPaymentRequired, "invalid_request_error", "model_unpriced",
+			"model \""+model+"\" on provider \""+provider+"\" has no known price and your group or user has a cost budget; "+
+				"an operator can add a pricing entry or set allowUnpricedWithCostBudget")
+	}
+	return nil
+}
+
+func hasCostBudget(scopes []limitScope) bool {
+	for i := 0; i < len(scopes); i++ {
+		if scopes[i].limits.hasCostLimits() {
+			return true
+		}
+	}
+	return false
+}
+
+// priceOf is the model's price and whether one is known.
+func (g *Gateway) priceOf(provider, model string) (modelPrice, bool) {
+	return g.pricer.price(provider, model)
+}
+
+// costOf is a request's cost in micro-USD (0, with a warning, when the
+// model has no known price).
+func (g *Gateway) costOf(provider, model string, u usage) int64 {
+	if model == "" {
+		return 0
+	}
+	cost, _ := g.pricer.cost(provider, model, u)
+	return cost
+}

@@ -1,0 +1,611 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"net"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// A hand-rolled, stdlib-only RESP2 client (go-redis is not Yaegi-
+// interpretable): a small connection pool and pipelined exchanges. Works
+// against Redis, Valkey and Dragonfly.
+
+const (
+	// respMaxBulk caps one bulk string (RESP allows 512 MiB; the gateway
+	// never stores anything near this).
+	respMaxBulk = 64 << 20
+	// respMaxArray caps the elements of one array reply.
+	respMaxArray = 1 << 20
+	// respMaxDepth caps array nesting.
+	respMaxDepth = 8
+	// respBufSize sizes each connection's reader and writer. A reply line
+	// (everything but a bulk payload) longer than this is a protocol error.
+	respBufSize = 16 << 10
+	// respMaxPool is the largest pool size (config validation refuses
+	// more; the client clamps defensively).
+	respMaxPool = 256
+
+	respDefaultIOTimeout   = 2 * time.Second
+	respDefaultDialTimeout = 2 * time.Second
+)
+
+var (
+	errRESPClosed   = errors.New("redis: client closed")
+	errRESPProtocol = errors.New("redis: protocol error")
+)
+
+// respConfig configures a respClient. password is the resolved secret.
+type respConfig struct {
+	address, password      string
+	db                     int
+	tls                    bool
+	poolSize               int
+	dialTimeout, ioTimeout time.Duration
+}
+
+// respValue is one reply. kind is '+' (str), '-' (error reply, str), ':'
+// (int), '$' (bulk, str; null when the key is missing) or '*' (array;
+// null for "*-1").
+type respValue struct {
+	kind  byte
+	str   string
+	int   int64
+	array []respValue
+	null  bool
+}
+
+// respConn is one open connection with its buffers.
+type respConn struct {
+	nc net.Conn
+	br *bufio.Reader
+	bw *bufio.Writer
+}
+
+// respClient is a pooled RESP2 client. Construction never dials: the
+// first exchange connects. At most poolSize connections are open at any
+// time; idle ones are reused, and a caller finding every one busy waits
+// for one (bounded by its ctx).
+type respClient struct {
+	cfg  respConfig
+	host string // ServerName for TLS
+	// tlsRoots overrides the system roots (tests only); nil verifies
+	// against the host's trust store.
+	tlsRoots *x509.CertPool
+
+	// slots holds one token per open connection (idle or in use);
+	// idle holds the open connections nobody is using.
+	slots     chan struct{}
+	idle      chan *respConn
+	closed    chan struct{}
+	closeOnce sync.Once
+
+	// roundTrips counts pipeline calls: one write, one read of all
+	// replies each.
+	roundTrips atomic.Int64
+}
+
+// respAutoPoolSize is the self-tuned pool size: 2×GOMAXPROCS clamped to
+// [4, 8]. An exchange is one short pipelined round trip, so a handful of
+// connections covers many concurrent requests, and Redis itself is
+// single-threaded per shard: more connections than this add contention,
+// not throughput.
+func respAutoPoolSize() int {
+	n := 2 * runtime.GOMAXPROCS(0)
+	if n < 4 {
+		n = 4
+	}
+	if n > 8 {
+		n = 8
+	}
+	return n
+}
+
+// newRESPClient returns a client for cfg without connecting. poolSize 0
+// (or negative) self-tunes (respAutoPoolSize); above 256 is clamped.
+// Zero timeouts default to 2s.
+func newRESPClient(cfg respConfig) *respClient {
+	if cfg.poolSize <= 0 {
+		cfg.poolSize = respAutoPoolSize()
+	}
+	if cfg.poolSize > respMaxPool {
+		cfg.poolSize = respMaxPool
+	}
+	if cfg.ioTimeout <= 0 {
+		cfg.ioTimeout = respDefaultIOTimeout
+	}
+	if cfg.dialTimeout <= 0 {
+		cfg.dialTimeout = respDefaultDialTimeout
+	}
+	host, _, err := net.SplitHostPort(cfg.address)
+	if err != nil {
+		host = cfg.address
+	}
+	c := &respClient{cfg: cfg, host: host}
+	c.slots = make(chan struct{}, cfg.poolSize)
+	c.idle = make(chan *respConn, cfg.poolSize)
+	c.closed = make(chan struct{})
+	return c
+}
+
+// roundTripCount reports how many pipeline calls ran.
+func (c *respClient) roundTripCount() int64 {
+	return c.roundTrips.Load()
+}
+
+// close closes the idle connections; connections in use are closed when
+// released. Later calls fail fast with errRESPClosed.
+func (c *respClient) close() {
+	c.closeOnce.Do(func() {
+		close(c.closed)
+	})
+	c.drainIdle()
+}
+
+func (c *respClient) isClosed() bool {
+	select {
+	case <-c.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+// drainIdle closes every idle connection.
+func (c *respClient) drainIdle() {
+	for {
+		select {
+		case cn := <-c.idle:
+			c.discard(cn)
+		default:
+			return
+		}
+	}
+}
+
+// discard closes cn and frees its slot.
+func (c *respClient) discard(cn *respConn) {
+	_ = cn.nc.Close()
+	select {
+	case <-c.slots:
+	default:
+	}
+}
+
+// release returns a healthy connection to the idle pool.
+func (c *respClient) release(cn *respConn) {
+	if c.isClosed() {
+		c.discard(cn)
+		return
+	}
+	select {
+	case c.idle <- cn:
+	default:
+		// Cannot happen (idle has room for every slot); never leak.
+		c.discard(cn)
+	}
+	if c.isClosed() {
+		c.drainIdle()
+	}
+}
+
+// get returns an idle connection (reused true) or dials a new one when
+// under the cap, waiting for either while ctx allows.
+func (c *respClient) get(ctx context.Context) (*respConn, bool, error) {
+	if c.isClosed() {
+		return nil, false, errRESPClosed
+	}
+	select {
+	case cn := <-c.idle:
+		return cn, true, nil
+	default:
+	}
+	select {
+	case cn := <-c.idle:
+		return cn, true, nil
+	case c.slots <- struct{}{}:
+		cn, err := c.dial(ctx)
+		if err != nil {
+			<-c.slots
+			return nil, false, err
+		}
+		return cn, false, nil
+	case <-c.closed:
+		return nil, false, errRESPClosed
+	case <-ctx.Done():
+		return nil, false, ctx.Err()
+	}
+}
+
+// dial opens, secures and prepares one connection: TLS when configured,
+// then AUTH (when a password is set) and SELECT (when db != 0) in one
+// pipelined round trip. db 0 is every connection's initial database, so
+// SELECT 0 is skipped.
+func (c *respClient) dial(ctx context.Context) (*respConn, error) {
+	dctx, cancel := context.WithTimeout(ctx, c.cfg.dialTimeout)
+	defer cancel()
+	d := &net.Dialer{Timeout: c.cfg.dialTimeout}
+	nc, err := d.DialContext(dctx, "tcp", c.cfg.address)
+	if err != nil {
+		if cerr := ctxDone(ctx); cerr != nil {
+			return nil, cerr
+		}
+		return nil, c.scrub("redis: dial "+c.cfg.address, err)
+	}
+	if c.cfg.tls {
+		tc := tls.Client(nc, &tls.Config{
+			ServerName: c.host,
+			RootCAs:    c.tlsRoots,
+			MinVersion: tls.VersionTLS12,
+		})
+		if err := tc.HandshakeContext(dctx); err != nil {
+			_ = nc.Close()
+			if cerr := ctxDone(ctx); cerr != nil {
+				return nil, cerr
+			}
+			return nil, c.scrub("redis: TLS handshake with "+c.cfg.address, err)
+		}
+		nc = tc
+	}
+	cn := &respConn{
+		nc: nc,
+		br: bufio.NewReaderSize(nc, respBufSize),
+		bw: bufio.NewWriterSize(nc, respBufSize),
+	}
+	var setup [][]string
+	if c.cfg.password != "" {
+		setup = append(setup, []string{"AUTH", c.cfg.password})
+	}
+	if c.cfg.db != 0 {
+		setup = append(setup, []string{"SELECT", strconv.Itoa(c.cfg.db)})
+	}
+	if len(setup) == 0 {
+		return cn, nil
+	}
+	replies, err := c.exchange(dctx, cn, setup, nil)
+	if err != nil {
+		_ = nc.Close()
+		if cerr := ctxDone(ctx); cerr != nil {
+			return nil, cerr
+		}
+		return nil, c.scrub("redis: connection setup", err)
+	}
+	for i := 0; i < len(replies); i++ {
+		if replies[i].kind == '-' {
+			_ = nc.Close()
+			return nil, c.scrub("redis: "+setup[i][0]+" failed", errors.New(replies[i].str))
+		}
+	}
+	return cn, nil
+}
+
+// scrub wraps err under msg, redacting the password from its text.
+func (c *respClient) scrub(msg string, err error) error {
+	text := err.Error()
+	if c.cfg.password != "" {
+		text = string(redactSecret([]byte(text), c.cfg.password))
+	}
+	return &respError{msg: msg + ": " + text, cause: err}
+}
+
+// respError is a client error whose text is safe to log; Unwrap keeps
+// errors.Is working for timeouts and the like.
+type respError struct {
+	msg   string
+	cause error
+}
+
+func (e *respError) Error() string { return e.msg }
+func (e *respError) Unwrap() error { return e.cause }
+
+// pipeline writes every command in one flush and reads exactly
+// len(cmds) replies. An error reply is a value of kind '-'; a Go error
+// means the exchange failed (I/O, protocol, timeout) and the connection
+// was closed; when ctx ended first the error is ctx.Err() itself, so
+// errors.Is(err, context.Canceled) holds compiled and interpreted. A pooled connection that fails before any reply
+// byte arrives (typically closed by the server while idle) is retried
+// once on another connection: semantics are at-least-once.
+func (c *respClient) pipeline(ctx context.Context, cmds [][]string) ([]respValue, error) {
+	if len(cmds) == 0 {
+		return nil, nil
+	}
+	c.roundTrips.Add(1)
+	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		cn, reused, err := c.get(ctx)
+		if err != nil {
+			return nil, err
+		}
+		noReply := false
+		replies, err := c.exchange(ctx, cn, cmds, &noReply)
+		if err == nil {
+			c.release(cn)
+			return replies, nil
+		}
+		c.discard(cn)
+		if cerr := ctxDone(ctx); cerr != nil {
+			return nil, cerr
+		}
+		if reused && noReply && attempt == 0 && !isTimeout(err) {
+			// The server likely dropped its idle connections (restart,
+			// idle timeout): the rest of the pool is stale too.
+			c.drainIdle()
+			continue
+		}
+		return nil, c.scrub("redis", err)
+	}
+}
+
+// ctxDone is ctx.Err(), or DeadlineExceeded as soon as ctx's deadline
+// has passed (a connection deadline set from it can fire a hair before
+// the context's own timer).
+func ctxDone(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+func isTimeout(err error) bool {
+	ne, ok := err.(net.Error)
+	return ok && ne.Timeout()
+}
+
+// exchange runs one write-all/read-all round trip on cn. The deadline is
+// the earlier of ctx's and ioTimeout; cancelling ctx mid-exchange
+// interrupts it. When noReply is non-nil it reports whether the failure
+// happened before any reply byte arrived.
+func (c *respClient) exchange(ctx context.Context, cn *respConn, cmds [][]string, noReply *bool) ([]respValue, error) {
+	deadline := time.Now().Add(c.cfg.ioTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	if err := cn.nc.SetDeadline(deadline); err != nil {
+		return nil, err
+	}
+	if done := ctx.Done(); done != nil {
+		stop := make(chan struct{})
+		exited := make(chan struct{})
+		nc := cn.nc
+		go func() {
+			defer close(exited)
+			defer func() { _ = recover() }()
+			select {
+			case <-done:
+				// Unblock the reader/writer now; the caller closes nc.
+				_ = nc.SetDeadline(time.Unix(1, 0))
+			case <-stop:
+			}
+		}()
+		// The watcher has exited before the connection can go back to
+		// the pool, so it never touches a deadline set by a later user.
+		defer func() {
+			close(stop)
+			<-exited
+		}()
+	}
+	for i := 0; i < len(cmds); i++ {
+		if err := writeRESPCommand(cn.bw, cmds[i]); err != nil {
+			if noReply != nil {
+				*noReply = true
+			}
+			return nil, err
+		}
+	}
+	if err := cn.bw.Flush(); err != nil {
+		if noReply != nil {
+			*noReply = true
+		}
+		return nil, err
+	}
+	if _, err := cn.br.Peek(1); err != nil {
+		if noReply != nil {
+			*noReply = true
+		}
+		return nil, err
+	}
+	replies := make([]respValue, len(cmds))
+	for i := 0; i < len(cmds); i++ {
+		v, err := readRESPReply(cn.br, 0)
+		if err != nil {
+			return nil, err
+		}
+		replies[i] = v
+	}
+	return replies, nil
+}
+
+// writeRESPCommand writes args as a RESP array of bulk strings.
+func writeRESPCommand(w *bufio.Writer, args []string) error {
+	var scratch [24]byte
+	b := append(scratch[:0], '*')
+	b = strconv.AppendInt(b, int64(len(args)), 10)
+	b = append(b, '\r', '\n')
+	if _, err := w.Write(b); err != nil {
+		return err
+	}
+	for i := 0; i < len(args); i++ {
+		b = append(scratch[:0], '$')
+		b = strconv.AppendInt(b, int64(len(args[i])), 10)
+		b = append(b, '\r', '\n')
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		if _, err := w.WriteString(args[i]); err != nil {
+			return err
+		}
+		if _, err := w.WriteString("\r\n"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func respProtocolError(msg string) error {
+	return &respError{msg: "redis: protocol error: " + msg, cause: errRESPProtocol}
+}
+
+// readRESPLine reads one CRLF-terminated line (without the CRLF). A line
+// longer than the reader's buffer is a protocol error.
+func readRESPLine(br *bufio.Reader) (string, error) {
+	line, err := br.ReadSlice('\n')
+	if err != nil {
+		if err == bufio.ErrBufferFull {
+			return "", respProtocolError("reply line too long")
+		}
+		if err == io.EOF && len(line) > 0 {
+			return "", io.ErrUnexpectedEOF
+		}
+		return "", err
+	}
+	if len(line) < 2 || line[len(line)-2] != '\r' {
+		return "", respProtocolError("line not terminated by CRLF")
+	}
+	return string(line[:len(line)-2]), nil
+}
+
+// parseRESPInt parses a RESP integer (or length) strictly.
+func parseRESPInt(s string) (int64, error) {
+	if s == "" {
+		return 0, respProtocolError("empty integer")
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || s[0] == '+' {
+		return 0, respProtocolError("invalid integer")
+	}
+	return n, nil
+}
+
+// readRESPReply reads one reply. It is bounded: bulk strings up to
+// respMaxBulk (read incrementally, so a bogus length never allocates
+// ahead of the bytes actually received), arrays up to respMaxArray
+// elements, nesting up to respMaxDepth. Malformed input is an error.
+func readRESPReply(br *bufio.Reader, depth int) (respValue, error) {
+	var v respValue
+	line, err := readRESPLine(br)
+	if err != nil {
+		return v, err
+	}
+	if len(line) == 0 {
+		return v, respProtocolError("empty reply line")
+	}
+	v.kind = line[0]
+	body := line[1:]
+	switch v.kind {
+	case '+', '-':
+		v.str = body
+		return v, nil
+	case ':':
+		n, err := parseRESPInt(body)
+		if err != nil {
+			return v, err
+		}
+		v.int = n
+		return v, nil
+	case '$':
+		n, err := parseRESPInt(body)
+		if err != nil {
+			return v, err
+		}
+		if n == -1 {
+			v.null = true
+			return v, nil
+		}
+		if n < 0 || n > respMaxBulk {
+			return v, respProtocolError("bulk length out of range")
+		}
+		s, err := readRESPBulk(br, int(n))
+		if err != nil {
+			return v, err
+		}
+		v.str = s
+		return v, nil
+	case '*':
+		n, err := parseRESPInt(body)
+		if err != nil {
+			return v, err
+		}
+		if n == -1 {
+			v.null = true
+			return v, nil
+		}
+		if n < 0 || n > respMaxArray {
+			return v, respProtocolError("array length out of range")
+		}
+		if depth+1 > respMaxDepth {
+			return v, respProtocolError("arrays nested too deeply")
+		}
+		capHint := int(n)
+		if capHint > 1024 {
+			capHint = 1024
+		}
+		v.array = make([]respValue, 0, capHint)
+		for i := int64(0); i < n; i++ {
+			e, err := readRESPReply(br, depth+1)
+			if err != nil {
+				return v, err
+			}
+			v.array = append(v.array, e)
+		}
+		return v, nil
+	}
+	return v, respProtocolError("unsupported reply type " + strconv.QuoteRune(rune(v.kind)))
+}
+
+// readRESPBulk reads an n-byte payload and its CRLF, allocating at most
+// 64 KiB beyond what has actually arrived.
+func readRESPBulk(br *bufio.Reader, n int) (string, error) {
+	const chunk = 64 << 10
+	first := n
+	if first > chunk {
+		first = chunk
+	}
+	buf := make([]byte, 0, first)
+	for len(buf) < n {
+		want := n - len(buf)
+		if want > chunk {
+			want = chunk
+		}
+		start := len(buf)
+		if cap(buf)-start < want {
+			size := 2*cap(buf) + want
+			if size > n {
+				size = n
+			}
+			grown := make([]byte, start, size)
+			copy(grown, buf)
+			buf = grown
+		}
+		buf = buf[:start+want]
+		if _, err := io.ReadFull(br, buf[start:]); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return "", err
+		}
+	}
+	var crlf [2]byte
+	if _, err := io.ReadFull(br, crlf[:]); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return "", err
+	}
+	if crlf[0] != '\r' || crlf[1] != '\n' {
+		return "", respProtocolError("bulk string not terminated by CRLF")
+	}
+	return string(buf), nil
+}
