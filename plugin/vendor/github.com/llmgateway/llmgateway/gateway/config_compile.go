@@ -106,9 +106,9 @@ type compiledConfig struct {
 	cache              cacheSettings
 	pricing            map[string]modelPrice
 	// warnings are logged once the gateway has a logger.
-	warnings []string
-	bodySlots          int // body-admission semaphore size
-	bodySlotsClamped   bool
+	warnings         []string
+	bodySlots        int // body-admission semaphore size
+	bodySlotsClamped bool
 }
 
 // compileConfig validates cfg and builds its runtime form. Every error
