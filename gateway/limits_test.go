@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"net/http"
 	"math/rand"
 	"strings"
 	"sync"
@@ -131,8 +132,9 @@ func TestLimiterRequestsPerMinute(t *testing.T) {
 	if e == nil || e.status != 429 || e.retryAfter != "20" || !strings.Contains(e.message, `group "eng"`) || !strings.Contains(e.message, "requestsPerMinute") {
 		t.Fatalf("4th request: %+v", e)
 	}
-	if store.calls.Load() != 4 {
-		t.Fatalf("round trips = %d, want one per check", store.calls.Load())
+	l.async.wait()
+	if store.calls.Load() != 5 {
+		t.Fatalf("round trips = %d, want one per check plus one (async) rejection count", store.calls.Load())
 	}
 	// The next minute starts fresh.
 	clock.set(time.Date(2026, 11, 30, 10, 16, 0, 0, time.UTC))
@@ -422,7 +424,7 @@ func TestLimitsOverHTTP(t *testing.T) {
 }
 
 func TestProviderSuccessRates(t *testing.T) {
-	up := scriptedUpstream(t, okJSON(chatOK), statusReply(503, ""), statusReply(400, ""), hangUp, okJSON(`{}`))
+	up := scriptedUpstream(t, okJSON(chatOK), statusReply(503, ""), statusReply(400, ""), http.HandlerFunc(hangUp), okJSON(`{}`))
 	clock := &limitClock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
 	base, g := limitsGateway(t, up.URL, `"groups": {"all": {}}, "users": {"inline": [{"name": "alice", "group": "all", "apiKey": "`+testAliceKey+`"}]}`, clock)
 	for i := 0; i < 4; i++ {
