@@ -138,6 +138,43 @@ type limitScope struct {
 	kind   string // "user", "group" or "total"
 	id     string
 	limits *compiledLimits // nil: counted, never enforced
+	prefix string          // "llmgw:{kind}:{id}:", built once (scopePrefix)
+}
+
+// scopePrefix is the key prefix of a scope's counters.
+func scopePrefix(kind, id string) string {
+	return "llmgw:" + kind + ":" + strings.Replace(id, ":", "%3A", -1) + ":"
+}
+
+// key is the scope's counter key for metric in window bucket.
+func (s *limitScope) key(metric string, w *window, bucket string) string {
+	p := s.prefix
+	if p == "" {
+		p = scopePrefix(s.kind, s.id)
+	}
+	return p + metric + ":" + w.name + ":" + bucket
+}
+
+// windowBuckets holds each window's bucket id for one instant, so a
+// request formats each time once, not once per key.
+type windowBuckets struct {
+	min, hour, day, month string
+}
+
+func bucketsAt(t time.Time) windowBuckets {
+	return windowBuckets{min: minuteWindow.bucket(t), hour: hourWindow.bucket(t), day: dayWindow.bucket(t), month: monthWindow.bucket(t)}
+}
+
+func (b *windowBuckets) of(w *window) string {
+	switch w {
+	case minuteWindow:
+		return b.min
+	case hourWindow:
+		return b.hour
+	case dayWindow:
+		return b.day
+	}
+	return b.month
 }
 
 func (s *limitScope) name() string { return s.kind + " \"" + s.id + "\"" }
@@ -145,7 +182,7 @@ func (s *limitScope) name() string { return s.kind + " \"" + s.id + "\"" }
 // counterKey is llmgw:{kind}:{id}:{metric}:{window}:{bucket}. ':' in an
 // id is escaped so two scopes can never share a key.
 func counterKey(kind, id, metric string, w *window, t time.Time) string {
-	return "llmgw:" + kind + ":" + strings.Replace(id, ":", "%3A", -1) + ":" + metric + ":" + w.name + ":" + w.bucket(t)
+	return scopePrefix(kind, id) + metric + ":" + w.name + ":" + w.bucket(t)
 }
 
 // limiter enforces limits and accounts usage against a store, falling
@@ -214,21 +251,22 @@ func (l *limiter) logStoreError(err error) {
 // token or cost budget is already used up. One store round trip.
 func (l *limiter) checkAndCount(ctx context.Context, scopes []limitScope) *apiError {
 	now := l.now()
+	b := bucketsAt(now)
 	incrs := make([]counterIncr, 0, len(scopes)*len(countedWindows))
 	var gets []string
 	for i := 0; i < len(scopes); i++ {
 		s := &scopes[i]
 		for j := 0; j < len(countedWindows); j++ {
 			w := countedWindows[j]
-			incrs = append(incrs, counterIncr{key: counterKey(s.kind, s.id, "req", w, now), delta: 1, ttl: w.ttl})
+			incrs = append(incrs, counterIncr{key: s.key("req", w, b.of(w)), delta: 1, ttl: w.ttl})
 		}
 		if s.limits.hasTokenLimits() {
 			gets = append(gets,
-				counterKey(s.kind, s.id, "tokin", dayWindow, now), counterKey(s.kind, s.id, "tokout", dayWindow, now),
-				counterKey(s.kind, s.id, "tokin", monthWindow, now), counterKey(s.kind, s.id, "tokout", monthWindow, now))
+				s.key("tokin", dayWindow, b.day), s.key("tokout", dayWindow, b.day),
+				s.key("tokin", monthWindow, b.month), s.key("tokout", monthWindow, b.month))
 		}
 		if s.limits.hasCostLimits() {
-			gets = append(gets, counterKey(s.kind, s.id, "cost", dayWindow, now), counterKey(s.kind, s.id, "cost", monthWindow, now))
+			gets = append(gets, s.key("cost", dayWindow, b.day), s.key("cost", monthWindow, b.month))
 		}
 	}
 	counts, values, err := l.run(ctx, incrs, gets)
@@ -308,6 +346,7 @@ func (l *limiter) countRejection(scopes []limitScope, refused int, now time.Time
 	if l.async == nil {
 		return
 	}
+	b := bucketsAt(now)
 	var incrs []counterIncr
 	for i := 0; i < len(scopes); i++ {
 		if i != refused && scopes[i].kind != "total" {
@@ -315,7 +354,7 @@ func (l *limiter) countRejection(scopes []limitScope, refused int, now time.Time
 		}
 		for j := 0; j < len(countedWindows); j++ {
 			w := countedWindows[j]
-			incrs = append(incrs, counterIncr{key: counterKey(scopes[i].kind, scopes[i].id, "rej", w, now), delta: 1, ttl: w.ttl})
+			incrs = append(incrs, counterIncr{key: scopes[i].key("rej", w, b.of(w)), delta: 1, ttl: w.ttl})
 		}
 	}
 	l.async.submit(func() {
@@ -329,7 +368,7 @@ func (l *limiter) countRejection(scopes []limitScope, refused int, now time.Time
 // hour, day and month windows. One store round trip; nothing when there
 // is nothing to add.
 func (l *limiter) account(ctx context.Context, scopes []limitScope, u usage, costMicros int64) {
-	now := l.now()
+	b := bucketsAt(l.now())
 	metrics := []struct {
 		name  string
 		delta int64
@@ -342,7 +381,7 @@ func (l *limiter) account(ctx context.Context, scopes []limitScope, u usage, cos
 			}
 			for j := 0; j < len(usageWindows); j++ {
 				w := usageWindows[j]
-				incrs = append(incrs, counterIncr{key: counterKey(scopes[i].kind, scopes[i].id, metrics[m].name, w, now), delta: metrics[m].delta, ttl: w.ttl})
+				incrs = append(incrs, counterIncr{key: scopes[i].key(metrics[m].name, w, b.of(w)), delta: metrics[m].delta, ttl: w.ttl})
 			}
 		}
 	}

@@ -93,13 +93,13 @@ func compileUser(field string, uc *UserConfig, groups map[string]*grant) (compil
 // own (enforced when the user has limits), each member group's (enforced
 // when the group has limits), and the synthetic total (never enforced).
 func userScopes(u *userRuntime, limits *compiledLimits) []limitScope {
-	scopes := []limitScope{{kind: "user", id: u.name, limits: limits}}
+	scopes := []limitScope{{kind: "user", id: u.name, limits: limits, prefix: scopePrefix("user", u.name)}}
 	for i := 0; i < len(u.grants); i++ {
 		if g := u.grants[i]; !g.personal {
-			scopes = append(scopes, limitScope{kind: "group", id: g.group, limits: g.limits})
+			scopes = append(scopes, limitScope{kind: "group", id: g.group, limits: g.limits, prefix: scopePrefix("group", g.group)})
 		}
 	}
-	return append(scopes, limitScope{kind: "total", id: "all"})
+	return append(scopes, limitScope{kind: "total", id: "all", prefix: scopePrefix("total", "all")})
 }
 
 // mergeUsers overlays file users on inline ones (a file user replaces the
