@@ -11,6 +11,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
+	"fmt"
 	"math/big"
 	"net"
 	"reflect"
@@ -51,6 +52,9 @@ type fakeRESP struct {
 	ttls  map[string]string
 	broke bool
 	wg    sync.WaitGroup
+
+	pmu    sync.Mutex
+	panics []string
 }
 
 func startFakeRESP(t *testing.T, f *fakeRESP) *fakeRESP {
@@ -83,13 +87,29 @@ func startFakeRESP(t *testing.T, f *fakeRESP) *fakeRESP {
 		case <-time.After(10 * time.Second):
 			t.Error("fake RESP server goroutines did not stop")
 		}
+		f.pmu.Lock()
+		defer f.pmu.Unlock()
+		for i := 0; i < len(f.panics); i++ {
+			t.Errorf("fake RESP server panicked: %s", f.panics[i])
+		}
 	})
 	return f
 }
 
+// caught records a panic in one of the server's goroutines; the test
+// fails at cleanup.
+func (f *fakeRESP) caught(r interface{}) {
+	if r == nil {
+		return
+	}
+	f.pmu.Lock()
+	f.panics = append(f.panics, fmt.Sprint(r))
+	f.pmu.Unlock()
+}
+
 func (f *fakeRESP) acceptLoop() {
 	defer f.wg.Done()
-	defer func() { _ = recover() }()
+	defer func() { f.caught(recover()) }()
 	for {
 		c, err := f.ln.Accept()
 		if err != nil {
@@ -99,8 +119,8 @@ func (f *fakeRESP) acceptLoop() {
 		f.mu.Lock()
 		id := len(f.conns)
 		f.conns = append(f.conns, c)
-		f.logs = append(f.logs, nil)
-		f.reads = append(f.reads, nil)
+		f.logs = append(f.logs, []string(nil))
+		f.reads = append(f.reads, []int(nil))
 		f.mu.Unlock()
 		f.wg.Add(1)
 		go f.serve(id, c)
@@ -119,9 +139,9 @@ func (f *fakeRESP) dropAll() {
 
 func (f *fakeRESP) serve(id int, c net.Conn) {
 	defer f.wg.Done()
-	defer func() { _ = recover() }()
+	defer func() { f.caught(recover()) }()
 	defer func() { _ = c.Close() }()
-	st := &fakeConnState{db: "0", authed: f.password == ""}
+	st := &fakeRESPConnState{db: "0", authed: f.password == ""}
 	batch := f.batch
 	if batch < 1 {
 		batch = 1
@@ -135,7 +155,7 @@ func (f *fakeRESP) serve(id int, c net.Conn) {
 			pending = append(pending, buf[:n]...)
 			count := 0
 			for {
-				args, used, perr := parseFakeCommand(pending)
+				args, used, perr := parseFakeRESPCommand(pending)
 				if perr != nil {
 					f.ended.Add(1)
 					return
@@ -182,17 +202,17 @@ func (f *fakeRESP) serve(id int, c net.Conn) {
 	}
 }
 
-type fakeConnState struct {
+type fakeRESPConnState struct {
 	db     string
 	authed bool
 }
 
-func fakeBulk(s string) string {
+func fakeRESPBulk(s string) string {
 	return "$" + strconv.Itoa(len(s)) + "\r\n" + s + "\r\n"
 }
 
 // reply answers one command; hangUp closes the connection after it.
-func (f *fakeRESP) reply(st *fakeConnState, args []string) (string, bool) {
+func (f *fakeRESP) reply(st *fakeRESPConnState, args []string) (string, bool) {
 	if len(args) == 0 {
 		return "-ERR empty command\r\n", false
 	}
@@ -263,7 +283,7 @@ func (f *fakeRESP) reply(st *fakeConnState, args []string) (string, bool) {
 		out := "*" + strconv.Itoa(len(args)-1) + "\r\n"
 		for i := 1; i < len(args); i++ {
 			if v, ok := f.data[st.db+"/"+args[i]]; ok {
-				out += fakeBulk(v)
+				out += fakeRESPBulk(v)
 			} else {
 				out += "$-1\r\n"
 			}
@@ -271,7 +291,7 @@ func (f *fakeRESP) reply(st *fakeConnState, args []string) (string, bool) {
 		return out, false
 	case "GET":
 		if v, ok := f.data[st.db+"/"+args[1]]; ok {
-			return fakeBulk(v), false
+			return fakeRESPBulk(v), false
 		}
 		return "$-1\r\n", false
 	case "SET":
@@ -287,7 +307,7 @@ func (f *fakeRESP) reply(st *fakeConnState, args []string) (string, bool) {
 
 // parseFakeCommand parses one client command (an array of bulk
 // strings); used 0 means incomplete.
-func parseFakeCommand(b []byte) ([]string, int, error) {
+func parseFakeRESPCommand(b []byte) ([]string, int, error) {
 	line := func(at int) (string, int, bool) {
 		i := bytes.Index(b[at:], []byte("\r\n"))
 		if i < 0 {
@@ -370,7 +390,7 @@ func (f *fakeRESP) ttl(db, key string) string {
 }
 
 // waitFor polls cond for up to 10s.
-func waitFor(t *testing.T, what string, cond func() bool) {
+func respWaitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
@@ -387,7 +407,7 @@ func testRESPClient(t *testing.T, cfg respConfig) *respClient {
 	return c
 }
 
-func mustPipeline(t *testing.T, c *respClient, cmds ...[]string) []respValue {
+func mustRESPPipeline(t *testing.T, c *respClient, cmds ...[]string) []respValue {
 	t.Helper()
 	replies, err := c.pipeline(context.Background(), cmds)
 	if err != nil {
@@ -411,7 +431,7 @@ func TestRESPLazyConnectAndPipelining(t *testing.T) {
 	}
 	// The fake answers only once all four commands have arrived: a client
 	// waiting for each reply before the next write would hang.
-	replies := mustPipeline(t, c,
+	replies := mustRESPPipeline(t, c,
 		[]string{"INCRBY", "a", "5"},
 		[]string{"FOO", "bar"},
 		[]string{"SET", "b", "x\r\ny\x00z"},
@@ -433,7 +453,7 @@ func TestRESPLazyConnectAndPipelining(t *testing.T) {
 	if n := c.roundTripCount(); n != 1 {
 		t.Fatalf("roundTripCount = %d, want 1", n)
 	}
-	replies = mustPipeline(t, c,
+	replies = mustRESPPipeline(t, c,
 		[]string{"INCRBY", "a", "-7"},
 		[]string{"GET", "a"},
 		[]string{"GET", "nope"},
@@ -555,7 +575,7 @@ func TestRESPAuthFailure(t *testing.T) {
 	if n := f.accepted.Load(); n != 3 {
 		t.Fatalf("%d connections, want 3 (one per failed dial)", n)
 	}
-	waitFor(t, "failed connections to be closed", func() bool { return f.ended.Load() == 3 })
+	respWaitFor(t, "failed connections to be closed", func() bool { return f.ended.Load() == 3 })
 	// PING never reached the server.
 	for _, cmd := range f.allCommands() {
 		if cmd == "PING" {
@@ -580,12 +600,15 @@ func TestRESPAuthFailure(t *testing.T) {
 func TestRESPBrokenConnectionIsDiscarded(t *testing.T) {
 	f := startFakeRESP(t, &fakeRESP{breakOn: "GET"})
 	c := testRESPClient(t, respConfig{address: f.addr, poolSize: 2})
-	mustPipeline(t, c, []string{"SET", "k", "v"})
+	mustRESPPipeline(t, c, []string{"SET", "k", "v"})
 	// The reply breaks off mid-bulk on a pooled connection: bytes had
 	// arrived, so the call fails rather than resend.
 	_, err := c.pipeline(context.Background(), [][]string{{"GET", "k"}})
 	if err == nil {
 		t.Fatal("broken reply did not fail the call")
+	}
+	if len(c.idle) != 0 || len(c.slots) != 0 {
+		t.Fatalf("broken connection kept: %d idle, %d slots taken", len(c.idle), len(c.slots))
 	}
 	gets := 0
 	for _, cmd := range f.allCommands() {
@@ -596,7 +619,7 @@ func TestRESPBrokenConnectionIsDiscarded(t *testing.T) {
 	if gets != 1 {
 		t.Fatalf("GET sent %d times, want 1", gets)
 	}
-	replies := mustPipeline(t, c, []string{"GET", "k"})
+	replies := mustRESPPipeline(t, c, []string{"GET", "k"})
 	if replies[0].str != "v" {
 		t.Fatalf("GET after redial = %#v", replies[0])
 	}
@@ -611,12 +634,12 @@ func TestRESPBrokenConnectionIsDiscarded(t *testing.T) {
 func TestRESPStalePooledConnectionRetried(t *testing.T) {
 	f := startFakeRESP(t, &fakeRESP{})
 	c := testRESPClient(t, respConfig{address: f.addr, poolSize: 2})
-	mustPipeline(t, c, []string{"INCRBY", "k", "1"})
+	mustRESPPipeline(t, c, []string{"INCRBY", "k", "1"})
 	// The server drops its connections (restart, idle timeout) while the
 	// client's sits in the pool.
 	f.dropAll()
-	waitFor(t, "the server to drop the connection", func() bool { return f.ended.Load() == 1 })
-	replies := mustPipeline(t, c, []string{"INCRBY", "k", "1"})
+	respWaitFor(t, "the server to drop the connection", func() bool { return f.ended.Load() == 1 })
+	replies := mustRESPPipeline(t, c, []string{"INCRBY", "k", "1"})
 	if replies[0].int != 2 {
 		t.Fatalf("INCRBY after a stale connection = %#v, want 2", replies[0])
 	}
@@ -643,7 +666,7 @@ func TestRESPContextAndTimeouts(t *testing.T) {
 		if d := time.Since(start); d > 10*time.Second {
 			t.Fatalf("took %v", d)
 		}
-		waitFor(t, "the timed-out connection to close", func() bool { return f.ended.Load() == 1 })
+		respWaitFor(t, "the timed-out connection to close", func() bool { return f.ended.Load() == 1 })
 	})
 
 	t.Run("cancel", func(t *testing.T) {
@@ -664,7 +687,10 @@ func TestRESPContextAndTimeouts(t *testing.T) {
 			t.Fatalf("took %v", d)
 		}
 		// The interrupted connection is closed, not pooled.
-		waitFor(t, "the cancelled connection to close", func() bool { return f.ended.Load() == ended+1 })
+		if len(c.idle) != 0 || len(c.slots) != 0 {
+			t.Fatalf("cancelled connection kept: %d idle, %d slots taken", len(c.idle), len(c.slots))
+		}
+		respWaitFor(t, "the cancelled connection to close", func() bool { return f.ended.Load() == ended+1 })
 		if _, err := c.pipeline(ctx, [][]string{{"PING"}}); err != context.Canceled {
 			t.Fatalf("call with a cancelled ctx: %v", err)
 		}
@@ -680,7 +706,7 @@ func TestRESPContextAndTimeouts(t *testing.T) {
 		if d := time.Since(start); d > 10*time.Second {
 			t.Fatalf("took %v", d)
 		}
-		waitFor(t, "the timed-out connection to close", func() bool { return f.ended.Load() == 3 })
+		respWaitFor(t, "the timed-out connection to close", func() bool { return f.ended.Load() == 3 })
 	})
 
 	t.Run("waitForSlot", func(t *testing.T) {
@@ -693,7 +719,7 @@ func TestRESPContextAndTimeouts(t *testing.T) {
 			_, err := c.pipeline(holdCtx, [][]string{{"PING"}})
 			held <- err
 		}()
-		waitFor(t, "the only connection to be busy", func() bool {
+		respWaitFor(t, "the only connection to be busy", func() bool {
 			return f.accepted.Load() == before+1 && len(f.connReads(int(before))) == 1
 		})
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
@@ -729,9 +755,9 @@ func TestRESPContextAndTimeouts(t *testing.T) {
 func TestRESPClose(t *testing.T) {
 	f := startFakeRESP(t, &fakeRESP{})
 	c := newRESPClient(respConfig{address: f.addr})
-	mustPipeline(t, c, []string{"PING"})
+	mustRESPPipeline(t, c, []string{"PING"})
 	c.close()
-	waitFor(t, "the idle connection to close", func() bool { return f.ended.Load() == 1 })
+	respWaitFor(t, "the idle connection to close", func() bool { return f.ended.Load() == 1 })
 	start := time.Now()
 	_, err := c.pipeline(context.Background(), [][]string{{"PING"}})
 	if err != errRESPClosed {
@@ -766,7 +792,7 @@ func TestRESPPoolSizing(t *testing.T) {
 // testCert returns a self-signed certificate for 127.0.0.1/localhost and
 // a pool trusting it, plus the PEM-free DER pieces for callers that need
 // files.
-func testCert(t *testing.T) (tls.Certificate, *x509.CertPool, []byte, *ecdsa.PrivateKey) {
+func respTestCert(t *testing.T) (tls.Certificate, *x509.CertPool, []byte, *ecdsa.PrivateKey) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -799,7 +825,7 @@ func testCert(t *testing.T) (tls.Certificate, *x509.CertPool, []byte, *ecdsa.Pri
 }
 
 func TestRESPTLS(t *testing.T) {
-	cert, pool, _, _ := testCert(t)
+	cert, pool, _, _ := respTestCert(t)
 	f := startFakeRESP(t, &fakeRESP{
 		password: "tls-Pass",
 		tlsCfg:   &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
@@ -807,7 +833,7 @@ func TestRESPTLS(t *testing.T) {
 	c := newRESPClient(respConfig{address: f.addr, password: "tls-Pass", db: 4, tls: true})
 	c.tlsRoots = pool
 	t.Cleanup(c.close)
-	replies := mustPipeline(t, c, []string{"INCRBY", "t", "3"})
+	replies := mustRESPPipeline(t, c, []string{"INCRBY", "t", "3"})
 	if replies[0].int != 3 {
 		t.Fatalf("INCRBY over TLS = %#v", replies[0])
 	}
@@ -921,7 +947,7 @@ func encodeRESPValue(v respValue) string {
 		if v.null {
 			return "$-1\r\n"
 		}
-		return fakeBulk(v.str)
+		return fakeRESPBulk(v.str)
 	case '*':
 		if v.null {
 			return "*-1\r\n"
@@ -994,7 +1020,7 @@ func TestRESPCommandEncoding(t *testing.T) {
 	if buf.String() != want {
 		t.Fatalf("encoded %q, want %q", buf.String(), want)
 	}
-	args, used, err := parseFakeCommand(buf.Bytes())
+	args, used, err := parseFakeRESPCommand(buf.Bytes())
 	if err != nil || used != len(want) || !reflect.DeepEqual(args, []string{"SET", "k", "", "a\r\nb"}) {
 		t.Fatalf("fake parse: %v %d %v", args, used, err)
 	}

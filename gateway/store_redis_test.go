@@ -298,7 +298,7 @@ func redisServerPath(t *testing.T) string {
 	return ""
 }
 
-func freeLoopbackPort(t *testing.T) string {
+func redisFreePort(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -321,7 +321,7 @@ func launchRedis(t *testing.T, portArgs func(port string) []string, ready func(a
 		ready = redisAnswers
 	}
 	for attempt := 0; attempt < 3; attempt++ {
-		port := freeLoopbackPort(t)
+		port := redisFreePort(t)
 		args := []string{"--save", "", "--appendonly", "no", "--bind", "127.0.0.1", "--dir", dir, "--logfile", logPath}
 		args = append(args, portArgs(port)...)
 		devNull, err := os.Open(os.DevNull)
@@ -416,7 +416,7 @@ func redisRaw(t *testing.T, addr string, cmds ...[]string) []respValue {
 	return out
 }
 
-func wantTTL(t *testing.T, what string, v respValue, lo, hi int64) {
+func wantRedisTTL(t *testing.T, what string, v respValue, lo, hi int64) {
 	t.Helper()
 	if v.kind != ':' || v.int < lo || v.int > hi {
 		t.Errorf("TTL of %s = %#v, want %d..%d", what, v, lo, hi)
@@ -458,8 +458,8 @@ func TestRedisRealApply(t *testing.T) {
 		[]string{"EXISTS", "llmgw:t:missing"},
 		[]string{"GET", "llmgw:t:a"},
 	)
-	wantTTL(t, "a (90s)", r[0], 89, 90)
-	wantTTL(t, "b (1.5s -> 2s)", r[1], 1, 2)
+	wantRedisTTL(t, "a (90s)", r[0], 89, 90)
+	wantRedisTTL(t, "b (1.5s -> 2s)", r[1], 1, 2)
 	if r[2].int != 0 {
 		t.Errorf("a read created the missing key")
 	}
@@ -521,8 +521,8 @@ func TestRedisRealBlobs(t *testing.T) {
 		t.Fatalf("getBlob(missing) = %q %v %v", got, ok, err)
 	}
 	r := redisRaw(t, addr, []string{"TTL", "llmgw:t:blob"}, []string{"TTL", "llmgw:t:small"})
-	wantTTL(t, "blob (3s)", r[0], 2, 3)
-	wantTTL(t, "small (10m)", r[1], 599, 600)
+	wantRedisTTL(t, "blob (3s)", r[0], 2, 3)
+	wantRedisTTL(t, "small (10m)", r[1], 599, 600)
 }
 
 func TestRedisRealAuthSelect(t *testing.T) {
@@ -619,7 +619,7 @@ func TestRedisRealConcurrentApply(t *testing.T) {
 }
 
 func TestRedisRealTLS(t *testing.T) {
-	_, pool, der, key := testCert(t)
+	_, pool, der, key := respTestCert(t)
 	dir := t.TempDir()
 	keyDER, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
