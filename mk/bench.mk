@@ -1,5 +1,8 @@
 # Benchmarks: the core's hot path (Go benchmarks, gateway vs a bare
-# httputil.ReverseProxy) and a side-by-side loopback load test of the
+# httputil.ReverseProxy), the limiter per metered request
+# (BenchmarkLimiter/memory and /redis, with roundtrips/op; the Redis case
+# starts its own redis-server and is skipped without one unless
+# LLMGW_REQUIRE_REDIS=1) and a side-by-side loopback load test of the
 # binary (writes bench/latest.md; exits non-zero when any request failed).
 BENCH_DURATION ?= 3s
 BENCH_CONCURRENCY ?= 1,32
