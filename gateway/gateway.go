@@ -35,6 +35,7 @@ type Gateway struct {
 	limiter   *limiter
 	pricer    *pricer
 	redis     *redisStore    // nil: no Redis
+	guarded   *guardedStore  // redis behind the failure cooldown
 	cache     *responseCache // nil: no response cache
 	started   time.Time
 	// usageHook, when set (tests), sees every usage record.
@@ -73,9 +74,10 @@ func New(next http.Handler, cfg *Config, opts Options) (*Gateway, error) {
 		// Lazy: nothing dials until the first request needs Redis.
 		g.redis = &redisStore{c: newRESPClient(respConfig{address: rs.address, password: rs.password, db: rs.db,
 			tls: rs.tls, poolSize: rs.poolSize, dialTimeout: 2 * time.Second, ioTimeout: 2 * time.Second})}
-		g.limiter = newLimiter(g.redis, newMemoryStore(nil), rs.failOpen, nil, log)
+		g.guarded = newGuardedStore(g.redis)
+		g.limiter = newLimiter(g.guarded, newMemoryStore(nil), rs.failOpen, nil, log)
 		if compiled.cache.enabled {
-			g.cache = newResponseCache(g.redis, log, compiled.cache.maxBodyBytes)
+			g.cache = newResponseCache(g.guarded, log, compiled.cache.maxBodyBytes)
 		}
 	}
 	if compiled.bodySlotsClamped {

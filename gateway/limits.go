@@ -310,7 +310,7 @@ func (l *limiter) checkAndCount(ctx context.Context, scopes []limitScope) *apiEr
 		}
 		for k := 0; k < len(checks); k++ {
 			if checks[k].over {
-				l.countRejection(scopes, i, now)
+				l.countRejection(ctx, scopes, i, now)
 				return errLimitExceeded(s, checks[k].limit, checks[k].value, checks[k].w, now)
 			}
 		}
@@ -340,12 +340,10 @@ func errLimitExceeded(s *limitScope, limit string, value int64, w *window, now t
 	return e
 }
 
-// countRejection counts a refusal for the refusing scope and for total,
-// off the request goroutine.
-func (l *limiter) countRejection(scopes []limitScope, refused int, now time.Time) {
-	if l.async == nil {
-		return
-	}
+// countRejection counts a refusal for the refusing scope and for total.
+// It runs on the request goroutine (one more round trip, paid only by
+// refused requests) so that a burst of refusals is counted exactly.
+func (l *limiter) countRejection(ctx context.Context, scopes []limitScope, refused int, now time.Time) {
 	b := bucketsAt(now)
 	var incrs []counterIncr
 	for i := 0; i < len(scopes); i++ {
@@ -357,11 +355,7 @@ func (l *limiter) countRejection(scopes []limitScope, refused int, now time.Time
 			incrs = append(incrs, counterIncr{key: scopes[i].key("rej", w, b.of(w)), delta: 1, ttl: w.ttl})
 		}
 	}
-	l.async.submit(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_, _, _ = l.run(ctx, incrs, nil)
-	})
+	_, _, _ = l.run(ctx, incrs, nil) // a store error is logged by run
 }
 
 // account adds a finished request's tokens and cost to every scope's
