@@ -326,23 +326,6 @@ func (b *cacheTestLog) lines() []string {
 	return strings.Split(s, "\n")
 }
 
-// cacheTestClock is a settable clock.
-type cacheTestClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *cacheTestClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *cacheTestClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 func TestResponseCacheHitMiss(t *testing.T) {
 	store := newCacheTestStore()
@@ -466,7 +449,7 @@ func TestResponseCacheCorrupted(t *testing.T) {
 func TestResponseCacheStoreErrors(t *testing.T) {
 	store := newCacheTestStore()
 	logs := &cacheTestLog{}
-	clock := &cacheTestClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	clock := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	c := newResponseCache(store, newLogger("t", logs), 1024)
 	c.now = clock.Now
 	ctx := context.Background()
@@ -532,7 +515,7 @@ func TestResponseCacheStoreErrorsConcurrent(t *testing.T) {
 	store := newCacheTestStore()
 	store.setFail(errors.New("boom"))
 	logs := &cacheTestLog{}
-	clock := &cacheTestClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	clock := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	c := newResponseCache(store, newLogger("t", logs), 1024)
 	c.now = clock.Now
 	var wg sync.WaitGroup

@@ -78,6 +78,12 @@ func (c *fakeClock) Now() time.Time {
 	return c.now
 }
 
+func (c *fakeClock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
+}
+
 func (c *fakeClock) Add(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -8,7 +8,6 @@ import (
 	"math/rand"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -76,24 +75,6 @@ func TestWindowBucketsProperty(t *testing.T) {
 	}
 }
 
-// fakeClock is a settable clock.
-type limitClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *limitClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *limitClock) set(t time.Time) {
-	c.mu.Lock()
-	c.t = t
-	c.mu.Unlock()
-}
-
 // countingStore counts round trips and can fail.
 type countingStore struct {
 	inner counterStore
@@ -109,10 +90,10 @@ func (c *countingStore) apply(ctx context.Context, incrs []counterIncr, gets []s
 	return c.inner.apply(ctx, incrs, gets)
 }
 
-func testLimiter(clock *limitClock, failOpen bool) (*limiter, *countingStore, *memoryStore) {
-	primary := &countingStore{inner: newMemoryStore(clock.now)}
-	fallback := newMemoryStore(clock.now)
-	return newLimiter(primary, fallback, failOpen, clock.now, newLogger("test", io.Discard)), primary, fallback
+func testLimiter(clock *fakeClock, failOpen bool) (*limiter, *countingStore, *memoryStore) {
+	primary := &countingStore{inner: newMemoryStore(clock.Now)}
+	fallback := newMemoryStore(clock.Now)
+	return newLimiter(primary, fallback, failOpen, clock.Now, newLogger("test", io.Discard)), primary, fallback
 }
 
 func scopesWith(user, group *compiledLimits) []limitScope {
@@ -120,7 +101,7 @@ func scopesWith(user, group *compiledLimits) []limitScope {
 }
 
 func TestLimiterRequestsPerMinute(t *testing.T) {
-	clock := &limitClock{t: time.Date(2026, 11, 30, 10, 15, 40, 0, time.UTC)}
+	clock := &fakeClock{now: time.Date(2026, 11, 30, 10, 15, 40, 0, time.UTC)}
 	l, store, _ := testLimiter(clock, true)
 	scopes := scopesWith(nil, &compiledLimits{requestsPerMinute: 3})
 	for i := 0; i < 3; i++ {
@@ -137,14 +118,14 @@ func TestLimiterRequestsPerMinute(t *testing.T) {
 		t.Fatalf("round trips = %d, want one per check plus one (async) rejection count", store.calls.Load())
 	}
 	// The next minute starts fresh.
-	clock.set(time.Date(2026, 11, 30, 10, 16, 0, 0, time.UTC))
+	clock.Set(time.Date(2026, 11, 30, 10, 16, 0, 0, time.UTC))
 	if e := l.checkAndCount(context.Background(), scopes); e != nil {
 		t.Fatalf("next minute refused: %v", e)
 	}
 }
 
 func TestLimiterScopesAreIndependent(t *testing.T) {
-	clock := &limitClock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	clock := &fakeClock{now: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
 	l, _, _ := testLimiter(clock, true)
 	group := &compiledLimits{requestsPerDay: 3}
 	alice := []limitScope{{kind: "user", id: "alice", limits: &compiledLimits{requestsPerDay: 1}}, {kind: "group", id: "eng", limits: group}, {kind: "total", id: "all"}}
@@ -171,7 +152,7 @@ func TestLimiterScopesAreIndependent(t *testing.T) {
 }
 
 func TestLimiterTokenAndCostBudgets(t *testing.T) {
-	clock := &limitClock{t: time.Date(2026, 2, 27, 12, 0, 0, 0, time.UTC)}
+	clock := &fakeClock{now: time.Date(2026, 2, 27, 12, 0, 0, 0, time.UTC)}
 	l, store, _ := testLimiter(clock, true)
 	scopes := scopesWith(&compiledLimits{tokensPerDay: 100, costPerMonthMicros: 5000000}, nil)
 	ctx := context.Background()
@@ -194,7 +175,7 @@ func TestLimiterTokenAndCostBudgets(t *testing.T) {
 		t.Fatalf("over the token budget: %+v", e)
 	}
 	// The next day the token budget is fresh; the month cost is not.
-	clock.set(time.Date(2026, 2, 28, 0, 0, 1, 0, time.UTC))
+	clock.Set(time.Date(2026, 2, 28, 0, 0, 1, 0, time.UTC))
 	if e := l.checkAndCount(ctx, scopes); e != nil {
 		t.Fatalf("next day refused: %v", e)
 	}
@@ -208,18 +189,18 @@ func TestLimiterTokenAndCostBudgets(t *testing.T) {
 	}
 	// A month budget is a calendar month even on the in-process store,
 	// whose keys are otherwise capped at 48h: still refused 2 days on.
-	clock.set(time.Date(2026, 2, 28, 23, 59, 0, 0, time.UTC))
+	clock.Set(time.Date(2026, 2, 28, 23, 59, 0, 0, time.UTC))
 	if e := l.checkAndCount(ctx, scopes); e == nil {
 		t.Fatal("month budget forgotten within the month")
 	}
-	clock.set(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC))
+	clock.Set(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC))
 	if e := l.checkAndCount(ctx, scopes); e != nil {
 		t.Fatalf("new month refused: %v", e)
 	}
 }
 
 func TestLimiterOneRoundTripWhateverTheScopes(t *testing.T) {
-	clock := &limitClock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	clock := &fakeClock{now: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
 	l, store, _ := testLimiter(clock, true)
 	lim := &compiledLimits{requestsPerMinute: 100, tokensPerDay: 1000, costPerDayMicros: 1000}
 	scopes := []limitScope{{kind: "user", id: "u", limits: lim}}
@@ -237,7 +218,7 @@ func TestLimiterOneRoundTripWhateverTheScopes(t *testing.T) {
 }
 
 func TestLimiterFailOpenAndClosed(t *testing.T) {
-	clock := &limitClock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	clock := &fakeClock{now: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
 	scopes := scopesWith(nil, &compiledLimits{requestsPerMinute: 2})
 
 	l, store, fallback := testLimiter(clock, true)
@@ -303,8 +284,8 @@ func TestCompileLimitsErrors(t *testing.T) {
 }
 
 func TestMemoryStoreExpiry(t *testing.T) {
-	clock := &limitClock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
-	m := newMemoryStore(clock.now)
+	clock := &fakeClock{now: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	m := newMemoryStore(clock.Now)
 	ctx := context.Background()
 	incr := func(key string, ttl time.Duration) int64 {
 		v, _, _ := m.apply(ctx, []counterIncr{{key: key, delta: 1, ttl: ttl}}, nil)
@@ -314,7 +295,7 @@ func TestMemoryStoreExpiry(t *testing.T) {
 	if v := incr("a", time.Minute); v != 2 {
 		t.Fatalf("a = %d", v)
 	}
-	clock.set(clock.now().Add(time.Minute))
+	clock.Set(clock.Now().Add(time.Minute))
 	if v := incr("a", time.Minute); v != 1 {
 		t.Fatalf("expired key kept its value: %d", v)
 	}
@@ -323,7 +304,7 @@ func TestMemoryStoreExpiry(t *testing.T) {
 		t.Fatalf("gets %v", got)
 	}
 	incr("month", monthWindow.ttl)
-	clock.set(clock.now().Add(31 * 24 * time.Hour))
+	clock.Set(clock.Now().Add(31 * 24 * time.Hour))
 	if _, got, _ := m.apply(ctx, nil, []string{"month"}); got[0] != 1 {
 		t.Fatal("a month key did not outlive its month in process")
 	}
@@ -360,18 +341,18 @@ func TestAsyncWriterDropsBeyondCapacity(t *testing.T) {
 
 // limitsGateway serves one openai provider with the given groups/users
 // JSON and a settable clock; it returns the gateway's in-process store.
-func limitsGateway(t *testing.T, upURL, groupsUsers string, clock *limitClock) (string, *Gateway) {
+func limitsGateway(t *testing.T, upURL, groupsUsers string, clock *fakeClock) (string, *Gateway) {
 	t.Helper()
 	cfg := `{"providers": {"mock": {"type": "openai", "baseUrl": "` + upURL + `", "apiKey": "` + testProviderKey + `", "models": ["m1"]}},` + groupsUsers + `}`
 	g, srv, _ := serveTestGateway(t, cfg, nil, func(g *Gateway) {
-		g.limiter.now = clock.now
+		g.limiter.now = clock.Now
 	})
 	return srv.URL, g
 }
 
 func TestLimitsOverHTTP(t *testing.T) {
 	up := newFakeUpstream(t, okJSON(chatOK)) // 11 prompt + 7 completion tokens
-	clock := &limitClock{t: time.Date(2026, 11, 30, 10, 0, 30, 0, time.UTC)}
+	clock := &fakeClock{now: time.Date(2026, 11, 30, 10, 0, 30, 0, time.UTC)}
 	base, g := limitsGateway(t, up.URL, `
   "groups": {"eng": {"limits": {"requestsPerMinute": 2}}, "free": {"limits": {"tokensPerDay": 30}}},
   "users": {"inline": [
@@ -401,7 +382,7 @@ func TestLimitsOverHTTP(t *testing.T) {
 		t.Fatalf("bob 3rd: %d %s", status, body)
 	}
 	// Prompt and completion tokens are kept apart, in every scope.
-	now := clock.now()
+	now := clock.Now()
 	keys := []string{
 		counterKey("user", "bob", "tokin", dayWindow, now), counterKey("user", "bob", "tokout", dayWindow, now),
 		counterKey("group", "free", "tokin", monthWindow, now), counterKey("total", "all", "tokout", hourWindow, now),
@@ -425,14 +406,14 @@ func TestLimitsOverHTTP(t *testing.T) {
 
 func TestProviderSuccessRates(t *testing.T) {
 	up := scriptedUpstream(t, okJSON(chatOK), statusReply(503, ""), statusReply(400, ""), http.HandlerFunc(hangUp), okJSON(`{}`))
-	clock := &limitClock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	clock := &fakeClock{now: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
 	base, g := limitsGateway(t, up.URL, `"groups": {"all": {}}, "users": {"inline": [{"name": "alice", "group": "all", "apiKey": "`+testAliceKey+`"}]}`, clock)
 	for i := 0; i < 4; i++ {
 		do(t, "POST", base+"/v1/chat/completions", testAliceKey, chatReq)
 	}
 	send(t, base, testRequest{method: "GET", path: "/mock/v1/models", headers: bearer(testAliceKey)})
 	g.limiter.async.wait()
-	now := clock.now()
+	now := clock.Now()
 	day := dayWindow.bucket(now)
 	_, got, _ := g.limiter.store.apply(context.Background(), nil, []string{
 		"llmgw:prov:mock:attempt:day:" + day, "llmgw:prov:mock:fail:day:" + day,
@@ -451,7 +432,7 @@ func TestProviderSuccessRates(t *testing.T) {
 
 func TestCostBudgetsAndPricing(t *testing.T) {
 	up := newFakeUpstream(t, okJSON(chatOK)) // 11 prompt + 7 completion tokens
-	clock := &limitClock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	clock := &fakeClock{now: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
 	users := `"groups": {"paid": {"limits": {"costPerDayUSD": 1}}, "open": {}},
   "users": {"inline": [{"name": "alice", "group": "paid", "apiKey": "` + testAliceKey + `"}, {"name": "bob", "group": "open", "apiKey": "` + testBobKey + `"}]}`
 
@@ -485,7 +466,7 @@ func TestCostBudgetsAndPricing(t *testing.T) {
 		t.Fatalf("priced: %d %s", status, body)
 	}
 	// 11 × $0.02 + 7 × $0.06 = $0.64
-	_, got, _ := g3.limiter.store.apply(context.Background(), nil, []string{counterKey("group", "paid", "cost", dayWindow, clock.now())})
+	_, got, _ := g3.limiter.store.apply(context.Background(), nil, []string{counterKey("group", "paid", "cost", dayWindow, clock.Now())})
 	if got[0] != 640000 {
 		t.Fatalf("cost = %d micro-USD, want 640000", got[0])
 	}

@@ -45,9 +45,9 @@ func (h *hangingStore) setBlob(ctx context.Context, key string, value []byte, tt
 
 func TestGuardedStoreCooldown(t *testing.T) {
 	inner := &hangingStore{}
-	clock := &limitClock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	clock := &fakeClock{now: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
 	s := newGuardedStore(inner)
-	s.now = clock.now
+	s.now = clock.Now
 	s.timeout = 20 * time.Millisecond
 	ctx := context.Background()
 
@@ -68,7 +68,7 @@ func TestGuardedStoreCooldown(t *testing.T) {
 		t.Fatalf("store touched %d times during cooldown, want 1", inner.calls.Load())
 	}
 	// After the cooldown one probe goes through; it hangs: cooldown again.
-	clock.set(clock.now().Add(storeDownCooldown))
+	clock.Set(clock.Now().Add(storeDownCooldown))
 	if _, _, err := s.apply(ctx, nil, nil); err == nil || err == errStoreCoolingDown {
 		t.Fatalf("probe: %v", err)
 	}
@@ -77,7 +77,7 @@ func TestGuardedStoreCooldown(t *testing.T) {
 	}
 	// A fast failure (connection refused) is not cooled down: every
 	// operation tries Redis, so counting returns the moment it is back.
-	clock.set(clock.now().Add(storeDownCooldown))
+	clock.Set(clock.Now().Add(storeDownCooldown))
 	inner.mode.Store(2)
 	before := inner.calls.Load()
 	for i := 0; i < 3; i++ {
@@ -90,7 +90,7 @@ func TestGuardedStoreCooldown(t *testing.T) {
 	}
 	// Redis is back: the next probe succeeds and everything flows again.
 	inner.mode.Store(0)
-	clock.set(clock.now().Add(storeDownCooldown))
+	clock.Set(clock.Now().Add(storeDownCooldown))
 	for i := 0; i < 3; i++ {
 		if _, _, err := s.apply(ctx, []counterIncr{{key: "a", delta: 1}}, nil); err != nil {
 			t.Fatalf("recovered: %v", err)
@@ -114,8 +114,8 @@ func TestLimiterFallsBackFastOnAHungStore(t *testing.T) {
 	inner.mode.Store(1)
 	s := newGuardedStore(inner)
 	s.timeout = 20 * time.Millisecond
-	clock := &limitClock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
-	l := newLimiter(s, newMemoryStore(clock.now), true, clock.now, newLogger("test", io.Discard))
+	clock := &fakeClock{now: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	l := newLimiter(s, newMemoryStore(clock.Now), true, clock.Now, newLogger("test", io.Discard))
 	scopes := scopesWith(nil, &compiledLimits{requestsPerMinute: 100})
 	for i := 0; i < 50; i++ {
 		if e := l.checkAndCount(context.Background(), scopes); e != nil {
