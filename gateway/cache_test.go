@@ -326,7 +326,6 @@ func (b *cacheTestLog) lines() []string {
 	return strings.Split(s, "\n")
 }
 
-
 func TestResponseCacheHitMiss(t *testing.T) {
 	store := newCacheTestStore()
 	logs := &cacheTestLog{}
