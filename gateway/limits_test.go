@@ -483,3 +483,25 @@ func TestCostBudgetsAndPricing(t *testing.T) {
 		t.Fatalf("bad pricing: %v", err)
 	}
 }
+
+// Media routes are request-counted only: an unpriced image model is served
+// to a caller with a cost budget, and moves no token or cost counter.
+func TestMediaRoutesNeedNoPrice(t *testing.T) {
+	up := newFakeUpstream(t, okJSON(`{"created":1,"data":[]}`))
+	clock := &fakeClock{now: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	cfg := `{"providers": {"mock": {"type": "openai", "baseUrl": "` + up.URL + `", "apiKey": "k", "models": ["img-x"]}},
+  "groups": {"paid": {"limits": {"costPerDayUSD": 1, "requestsPerDay": 1}}},
+  "users": {"inline": [{"name": "alice", "group": "paid", "apiKey": "` + testAliceKey + `"}]}}`
+	g, srv, _ := serveTestGateway(t, cfg, nil, func(g *Gateway) { g.limiter.now = clock.Now })
+	if status, _, body := do(t, "POST", srv.URL+"/v1/images/generations", testAliceKey, `{"model":"img-x","prompt":"p"}`); status != 200 {
+		t.Fatalf("unpriced image model: %d %s", status, body)
+	}
+	// ... but it is request-counted: the day's one request is used up.
+	if status, _, _ := do(t, "POST", srv.URL+"/v1/images/generations", testAliceKey, `{"model":"img-x","prompt":"p"}`); status != 429 {
+		t.Fatalf("second image request: %d, want 429", status)
+	}
+	_, got, _ := g.limiter.store.apply(context.Background(), nil, []string{counterKey("group", "paid", "cost", dayWindow, clock.Now()), counterKey("group", "paid", "tokin", dayWindow, clock.Now())})
+	if got[0] != 0 || got[1] != 0 {
+		t.Fatalf("media moved cost/tokens: %v", got)
+	}
+}

@@ -103,7 +103,13 @@ func (g *Gateway) serveUnified(w http.ResponseWriter, r *http.Request, route *un
 		writeOpenAIError(w, errNotSupported(c.provider, route))
 		return
 	}
-	if e := g.admit(r, user, resolved.provider.name, resolved.model); e != nil {
+	// Media routes are request-counted only (never cost-accounted), so
+	// their models need no price.
+	priced := ""
+	if route.kind == routeChat || route.kind == routeEmbeddings {
+		priced = resolved.model
+	}
+	if e := g.admit(r, user, resolved.provider.name, priced); e != nil {
 		writeOpenAIError(w, e)
 		return
 	}
@@ -480,7 +486,7 @@ func (g *Gateway) serveTranscription(w http.ResponseWriter, r *http.Request, use
 		writeOpenAIError(w, errNotSupported(p, route))
 		return
 	}
-	if e := g.admit(r, user, p.name, resolved.model); e != nil {
+	if e := g.admit(r, user, p.name, ""); e != nil { // request-counted only
 		writeOpenAIError(w, e)
 		return
 	}

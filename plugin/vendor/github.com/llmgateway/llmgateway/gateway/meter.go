@@ -17,8 +17,9 @@ func userScopesOf(u *userRuntime) []limitScope {
 // admit counts the request in its scopes and refuses it when a limit is
 // exhausted (429), the store is down and failOpen is off (503), or the
 // model has no known price while the caller has a cost budget (402).
-// provider and model are "" when the request names no model (native
-// passthrough without a readable one).
+// model is "" when no price is needed: the request names no model
+// (native passthrough without a readable one) or is never cost-accounted
+// (the media routes).
 func (g *Gateway) admit(r *http.Request, user *userRuntime, provider, model string) *apiError {
 	if e := g.limiter.checkAndCount(r.Context(), user.scopes); e != nil {
 		return e
