@@ -505,3 +505,22 @@ func TestMediaRoutesNeedNoPrice(t *testing.T) {
 		t.Fatalf("media moved cost/tokens: %v", got)
 	}
 }
+
+// A passthrough body that names a priced model is cost-accounted.
+func TestPassthroughCostAccounted(t *testing.T) {
+	up := newFakeUpstream(t, okJSON(chatOK)) // 11 + 7 tokens
+	clock := &fakeClock{now: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	cfg := `{"pricing": {"mock/m1": {"inputPerM": 1, "outputPerM": 2}},
+  "providers": {"mock": {"type": "openai", "baseUrl": "` + up.URL + `", "apiKey": "k", "models": ["m1"]}},
+  "groups": {"paid": {"limits": {"costPerDayUSD": 5}}},
+  "users": {"inline": [{"name": "alice", "group": "paid", "apiKey": "` + testAliceKey + `"}]}}`
+	g, srv, _ := serveTestGateway(t, cfg, nil, func(g *Gateway) { g.limiter.now = clock.Now })
+	resp, body := send(t, srv.URL, testRequest{method: "POST", path: "/mock/v1/chat/completions", headers: bearer(testAliceKey), body: chatReq})
+	if resp.StatusCode != 200 || body != chatOK {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	_, got, _ := g.limiter.store.apply(context.Background(), nil, []string{counterKey("group", "paid", "cost", dayWindow, clock.Now())})
+	if got[0] != 25 { // 11 × 1 + 7 × 2 micro-USD
+		t.Fatalf("passthrough cost = %d micro-USD, want 25", got[0])
+	}
+}

@@ -64,11 +64,13 @@ func (s *guardedStore) begin() (bool, bool) {
 
 // end records an operation's outcome. A caller's own cancellation says
 // nothing about Redis.
-func (s *guardedStore) end(ctx context.Context, err error, probe bool, started time.Time) {
+func (s *guardedStore) end(parent, ctx context.Context, err error, probe bool, started time.Time) {
 	if probe {
 		defer s.probing.Store(false)
 	}
 	switch {
+	case parent.Err() != nil:
+		// The caller went away: that says nothing about Redis.
 	case err == nil:
 		s.downUntil.Store(0)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) || time.Since(started) >= s.timeout/2:
@@ -85,10 +87,7 @@ func (s *guardedStore) apply(ctx context.Context, incrs []counterIncr, gets []st
 	defer cancel()
 	started := time.Now()
 	a, b, err := s.inner.apply(opCtx, incrs, gets)
-	if ctx.Err() != nil {
-		return a, b, err
-	}
-	s.end(opCtx, err, probe, started)
+	s.end(ctx, opCtx, err, probe, started)
 	return a, b, err
 }
 
@@ -101,10 +100,7 @@ func (s *guardedStore) getBlob(ctx context.Context, key string) ([]byte, bool, e
 	defer cancel()
 	started := time.Now()
 	v, found, err := s.inner.getBlob(opCtx, key)
-	if ctx.Err() != nil {
-		return v, found, err
-	}
-	s.end(opCtx, err, probe, started)
+	s.end(ctx, opCtx, err, probe, started)
 	return v, found, err
 }
 
@@ -117,9 +113,6 @@ func (s *guardedStore) setBlob(ctx context.Context, key string, value []byte, tt
 	defer cancel()
 	started := time.Now()
 	err := s.inner.setBlob(opCtx, key, value, ttl)
-	if ctx.Err() != nil {
-		return err
-	}
-	s.end(opCtx, err, probe, started)
+	s.end(ctx, opCtx, err, probe, started)
 	return err
 }

@@ -96,6 +96,23 @@ func TestGuardedStoreCooldown(t *testing.T) {
 			t.Fatalf("recovered: %v", err)
 		}
 	}
+	// A probe whose caller goes away releases the probe slot.
+	inner.mode.Store(1)
+	_, _, _ = s.apply(ctx, nil, nil) // hang → down
+	clock.Set(clock.Now().Add(storeDownCooldown))
+	pctx, pcancel := context.WithCancel(ctx)
+	go func() {
+		for inner.calls.Load() == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		pcancel()
+	}()
+	inner.calls.Store(0)
+	_, _, _ = s.apply(pctx, nil, nil) // the probe, cancelled by its caller
+	inner.mode.Store(0)
+	if _, _, err := s.apply(ctx, nil, nil); err != nil {
+		t.Fatalf("the probe slot leaked: %v", err)
+	}
 	// A caller's own cancellation does not mark the store down.
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()

@@ -80,12 +80,12 @@ func (g *Gateway) servePassthrough(w http.ResponseWriter, r *http.Request, p *pr
 		return
 	}
 	_ = http.NewResponseController(w).EnableFullDuplex()
-	g.proxy(w, r, p, body, user)
+	g.proxy(w, r, p, body, user, model)
 }
 
 // proxy runs one native passthrough exchange through
 // httputil.ReverseProxy, under the provider's progress watchdog.
-func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p *providerRuntime, body *cappedBody, user *userRuntime) {
+func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p *providerRuntime, body *cappedBody, user *userRuntime, model string) {
 	target := passthroughURL(p, r.URL)
 	ctx, wd := startWatchdog(r.Context(), p.timeout)
 	defer wd.stop()
@@ -121,7 +121,7 @@ func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p *providerRunti
 			if !u.reported && !streamed {
 				u = estimateUsage(int(body.sent.Load()))
 			}
-			g.recordUsage(usageRecord{scopes: userScopesOf(user), user: userName(user), provider: p.name, route: "passthrough", usage: u})
+			g.recordUsage(usageRecord{scopes: userScopesOf(user), user: userName(user), provider: p.name, model: model, route: "passthrough", usage: u})
 		})
 		return nil
 	}
