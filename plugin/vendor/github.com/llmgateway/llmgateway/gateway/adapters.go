@@ -14,10 +14,7 @@ type routeHandler func(g *Gateway, w http.ResponseWriter, r *http.Request, c *un
 // providerAdapter is what a provider type supports on the unified
 // routes; a nil handler is a 501.
 type providerAdapter struct {
-	chat, embeddings, images, speech routeHandler
-	// transcriptions is true when the type serves audio/transcriptions
-	// (openai only: a multipart forward).
-	transcriptions bool
+	chat, embeddings, images, speech, transcriptions routeHandler
 }
 
 func (a *providerAdapter) handler(kind routeKind) routeHandler {
@@ -30,6 +27,8 @@ func (a *providerAdapter) handler(kind routeKind) routeHandler {
 		return a.images
 	case routeSpeech:
 		return a.speech
+	case routeTranscriptions:
+		return a.transcriptions
 	}
 	return nil
 }
@@ -40,7 +39,7 @@ var (
 		embeddings:     openAIForward,
 		images:         openAIForward,
 		speech:         openAISpeech,
-		transcriptions: true,
+		transcriptions: openAITranscription,
 	}
 	anthropicAdapter = &providerAdapter{
 		chat: func(g *Gateway, w http.ResponseWriter, r *http.Request, c *unifiedCall) {
@@ -143,6 +142,35 @@ func openAIForward(g *Gateway, w http.ResponseWriter, r *http.Request, c *unifie
 		body = c.req.forOpenAI(c.model)
 	}
 	g.forwardOpenAI(w, r, c, body)
+}
+
+// openAITranscription forwards the multipart body: replayed
+// byte-for-byte when its model field is already the upstream id,
+// otherwise rebuilt with only the model part rewritten.
+func openAITranscription(g *Gateway, w http.ResponseWriter, r *http.Request, c *unifiedCall) {
+	p := c.provider
+	body := c.req.raw
+	contentType := r.Header.Get("Content-Type")
+	if c.model != c.req.model {
+		rebuilt, rebuiltType, e := rewriteMultipartModel(contentType, body, c.model)
+		if e != nil {
+			writeOpenAIError(w, e)
+			return
+		}
+		body = rebuilt
+		contentType = rebuiltType
+	}
+	o := &outbound{provider: p, model: c.model, method: http.MethodPost, url: p.baseURL + c.route.path, body: body,
+		contentType: contentType, accept: r.Header.Get("Accept"), readWhole: true}
+	x, e := g.send(r, o)
+	if e != nil {
+		g.fail(w, r, e)
+		return
+	}
+	defer x.done()
+	c.record(g, usage{})
+	copyResponseHeaders(w.Header(), x.resp.Header)
+	writeJSONResponse(w, x.resp.StatusCode, x.data)
 }
 
 // openAISpeech forwards audio/speech and streams the binary answer to the

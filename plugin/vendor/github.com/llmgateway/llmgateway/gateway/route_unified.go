@@ -69,9 +69,10 @@ func (c *unifiedCall) record(g *Gateway, u usage) {
 	g.recordUsage(usageRecord{scopes: userScopesOf(c.user), user: userName(c.user), provider: c.provider.name, model: c.model, route: c.route.name, usage: u})
 }
 
-// serveUnified runs the pipeline every unified route shares:
-// identify → read body (under a body-admission slot) → resolve and
-// authorize the model → call the provider's adapter → relay.
+// serveUnified runs the pipeline every unified and media route shares:
+// identify → read the body (under a body-admission slot) → resolve and
+// authorize the model → count the request and check limits → answer from
+// the response cache when it can → call the provider type's adapter.
 func (g *Gateway) serveUnified(w http.ResponseWriter, r *http.Request, route *unifiedRoute) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -82,11 +83,13 @@ func (g *Gateway) serveUnified(w http.ResponseWriter, r *http.Request, route *un
 	if user == nil {
 		return
 	}
+	var req *jsonRequest
+	var e *apiError
 	if route.kind == routeTranscriptions {
-		g.serveTranscription(w, r, user)
-		return
+		req, e = g.readTranscription(r)
+	} else {
+		req, e = g.readAdmitted(r, route.maxBodyBytes)
 	}
-	req, e := g.readAdmitted(r, route.maxBodyBytes)
 	if e != nil {
 		writeOpenAIError(w, e)
 		return
@@ -463,67 +466,22 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// serveTranscription serves audio/transcriptions: the multipart body is
-// read and parsed under a body-admission slot, its model field routed, and
-// the body forwarded — replayed byte-for-byte when the model is the
-// upstream id already, otherwise rebuilt with only the model part
-// rewritten.
-func (g *Gateway) serveTranscription(w http.ResponseWriter, r *http.Request, user *userRuntime) {
-	route := transcriptionsRoute
-	contentType := r.Header.Get("Content-Type")
-	body, model, e := g.readTranscription(r, contentType)
-	if e != nil {
-		writeOpenAIError(w, e)
-		return
-	}
-	resolved, e := g.resolveModel(user, model)
-	if e != nil {
-		writeOpenAIError(w, e)
-		return
-	}
-	p := resolved.provider
-	if !adapterFor(p.kind).transcriptions {
-		writeOpenAIError(w, errNotSupported(p, route))
-		return
-	}
-	if e := g.admit(r, user, p.name, ""); e != nil { // request-counted only
-		writeOpenAIError(w, e)
-		return
-	}
-	if resolved.model != model {
-		body, contentType, e = rewriteMultipartModel(contentType, body, resolved.model)
-		if e != nil {
-			writeOpenAIError(w, e)
-			return
-		}
-	}
-	o := &outbound{provider: p, model: resolved.model, method: http.MethodPost, url: p.baseURL + route.path, body: body,
-		contentType: contentType, accept: r.Header.Get("Accept"), readWhole: true}
-	x, e := g.send(r, o)
-	if e != nil {
-		g.fail(w, r, e)
-		return
-	}
-	defer x.done()
-	g.recordUsage(usageRecord{scopes: userScopesOf(user), user: userName(user), provider: p.name, model: resolved.model, route: route.name})
-	copyResponseHeaders(w.Header(), x.resp.Header)
-	writeJSONResponse(w, x.resp.StatusCode, x.data)
-}
-
 // readTranscription reads the multipart body (10 MiB cap, 413 over it)
-// and finds its single model field, under a body-admission slot.
-func (g *Gateway) readTranscription(r *http.Request, contentType string) ([]byte, string, *apiError) {
+// and finds its single model field, under a body-admission slot. The
+// result is a jsonRequest in name only: raw is the multipart body, model
+// its model field, and nothing in it may be spliced (withModel).
+func (g *Gateway) readTranscription(r *http.Request) (*jsonRequest, *apiError) {
 	if !g.admission.acquire() {
-		return nil, "", errBodyCapacity()
+		return nil, errBodyCapacity()
 	}
 	defer g.admission.release()
 	body, e := readRequestBody(r, transcriptionsRoute.maxBodyBytes)
 	if e != nil {
-		return nil, "", e
+		return nil, e
 	}
-	model, e := transcriptionModel(contentType, body)
+	model, e := transcriptionModel(r.Header.Get("Content-Type"), body)
 	if e != nil {
-		return nil, "", e
+		return nil, e
 	}
-	return body, model, nil
+	return &jsonRequest{raw: body, model: model, modelStart: -1, maxTokensKeyStart: -1}, nil
 }
