@@ -35,7 +35,6 @@ type Gateway struct {
 	limiter   *limiter
 	pricer    *pricer
 	redis     *redisStore    // nil: no Redis
-	guarded   *guardedStore  // redis behind the failure cooldown
 	cache     *responseCache // nil: no response cache
 	started   time.Time
 	// usageHook, when set (tests), sees every usage record.
@@ -69,20 +68,22 @@ func New(next http.Handler, cfg *Config, opts Options) (*Gateway, error) {
 		log.warnf("%s", compiled.warnings[i])
 	}
 	g.pricer = newPricer(compiled.pricing, compiled.modelMeta, warnings)
-	g.limiter = newLimiter(newMemoryStore(nil), nil, true, nil, log)
+	var store counterStore = newMemoryStore(nil)
+	var fallback *memoryStore
+	failOpen := true
 	if rs := compiled.redis; rs != nil {
 		// Lazy: nothing dials until the first request needs Redis.
 		g.redis = &redisStore{c: newRESPClient(respConfig{address: rs.address, password: rs.password, db: rs.db,
 			tls: rs.tls, poolSize: rs.poolSize, dialTimeout: 2 * time.Second, ioTimeout: 2 * time.Second})}
-		g.guarded = newGuardedStore(g.redis)
-		g.limiter = newLimiter(g.guarded, newMemoryStore(nil), rs.failOpen, nil, log)
+		guarded := newGuardedStore(g.redis)
+		store = guarded
+		fallback = newMemoryStore(nil)
+		failOpen = rs.failOpen
 		if compiled.cache.enabled {
-			g.cache = newResponseCache(g.guarded, log, compiled.cache.maxBodyBytes)
+			g.cache = newResponseCache(guarded, log, compiled.cache.maxBodyBytes)
 		}
 	}
-	if compiled.bodySlotsClamped {
-		log.warnf("maxInFlightBodyRequests is above %d; clamped to %d", maxBodySlots, maxBodySlots)
-	}
+	g.limiter = newLimiter(store, fallback, failOpen, nil, log)
 
 	if next == nil {
 		g.next = http.HandlerFunc(notFound)

@@ -106,9 +106,8 @@ type compiledConfig struct {
 	cache              cacheSettings
 	pricing            map[string]modelPrice
 	// warnings are logged once the gateway has a logger.
-	warnings         []string
-	bodySlots        int // body-admission semaphore size
-	bodySlotsClamped bool
+	warnings  []string
+	bodySlots int // body-admission semaphore size
 }
 
 // compileConfig validates cfg and builds its runtime form. Every error
@@ -136,8 +135,12 @@ func compileConfig(cfg *Config) (*compiledConfig, error) {
 	if c.pricing, err = compilePricing(cfg.Pricing); err != nil {
 		return nil, err
 	}
-	if c.bodySlots, c.bodySlotsClamped, err = compileBodySlots(cfg.MaxInFlightBodyRequests); err != nil {
+	clamped := false
+	if c.bodySlots, clamped, err = compileBodySlots(cfg.MaxInFlightBodyRequests); err != nil {
 		return nil, err
+	}
+	if clamped {
+		c.warnings = append(c.warnings, fmt.Sprintf("maxInFlightBodyRequests is above %d; clamped to %d", maxBodySlots, maxBodySlots))
 	}
 	if c.breaker, err = compileBreaker(cfg.Breaker); err != nil {
 		return nil, err
