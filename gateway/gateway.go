@@ -73,8 +73,7 @@ func New(next http.Handler, cfg *Config, opts Options) (*Gateway, error) {
 	failOpen := true
 	if rs := compiled.redis; rs != nil {
 		// Lazy: nothing dials until the first request needs Redis.
-		g.redis = &redisStore{c: newRESPClient(respConfig{address: rs.address, password: rs.password, db: rs.db,
-			tls: rs.tls, poolSize: rs.poolSize, dialTimeout: 2 * time.Second, ioTimeout: 2 * time.Second})}
+		g.redis = newRedisStore(rs)
 		guarded := newGuardedStore(g.redis)
 		store = guarded
 		fallback = newMemoryStore(nil)

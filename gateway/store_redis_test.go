@@ -220,10 +220,11 @@ func TestRedisTTLSeconds(t *testing.T) {
 func TestRedisStoreFromConfig(t *testing.T) {
 	f := startFakeRESP(t, &fakeRESP{password: "from-env-PW"})
 	setenv(t, "LLMGW_TEST_REDIS_PASSWORD", "  from-env-PW \n")
-	s, err := newRedisStore(&RedisConfig{Address: f.addr, Password: "env:LLMGW_TEST_REDIS_PASSWORD", DB: 5, PoolSize: 7})
+	rs, err := compileRedis(&RedisConfig{Address: f.addr, Password: "env:LLMGW_TEST_REDIS_PASSWORD", DB: 5, PoolSize: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
+	s := newRedisStore(rs)
 	t.Cleanup(s.close)
 	if s.c.cfg.password != "from-env-PW" || s.c.cfg.db != 5 || cap(s.c.slots) != 7 || s.c.cfg.tls {
 		t.Fatalf("config %+v", s.c.cfg)
@@ -243,15 +244,16 @@ func TestRedisStoreFromConfig(t *testing.T) {
 		cfg  *RedisConfig
 		want string
 	}{
-		{nil, "redis: address is required"},
-		{&RedisConfig{}, "redis: address is required"},
-		{&RedisConfig{Address: "h:1", DB: -1}, "redis: db must be >= 0"},
-		{&RedisConfig{Address: "h:1", PoolSize: -1}, "redis: poolSize must be between 0 and 256"},
-		{&RedisConfig{Address: "h:1", PoolSize: 257}, "redis: poolSize must be between 0 and 256"},
-		{&RedisConfig{Address: "h:1", Password: "env:LLMGW_TEST_REDIS_UNSET_VAR"}, "redis: password: environment variable LLMGW_TEST_REDIS_UNSET_VAR is unset or empty"},
+		{&RedisConfig{}, "config: redis.address: required when the redis block is present (host:port)"},
+		{&RedisConfig{Address: "h"}, `config: redis.address: "h" is not host:port`},
+		{&RedisConfig{Address: "h:0"}, `config: redis.address: "h:0" has an invalid port`},
+		{&RedisConfig{Address: "h:1", DB: -1}, "config: redis.db: -1 must be >= 0"},
+		{&RedisConfig{Address: "h:1", PoolSize: -1}, "config: redis.poolSize: -1 is out of range (0 self-tunes; at most 256)"},
+		{&RedisConfig{Address: "h:1", PoolSize: 257}, "config: redis.poolSize: 257 is out of range (0 self-tunes; at most 256)"},
+		{&RedisConfig{Address: "h:1", Password: "env:LLMGW_TEST_REDIS_UNSET_VAR"}, "config: redis.password: environment variable LLMGW_TEST_REDIS_UNSET_VAR is unset or empty"},
 	}
 	for _, tc := range bad {
-		_, err := newRedisStore(tc.cfg)
+		_, err := compileRedis(tc.cfg)
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("%+v: err = %v, want %q", tc.cfg, err, tc.want)
 		}
@@ -425,10 +427,11 @@ func wantRedisTTL(t *testing.T, what string, v respValue, lo, hi int64) {
 
 func realRedisStore(t *testing.T, cfg RedisConfig) *redisStore {
 	t.Helper()
-	s, err := newRedisStore(&cfg)
+	rs, err := compileRedis(&cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	s := newRedisStore(rs)
 	t.Cleanup(s.close)
 	return s
 }

@@ -16,8 +16,6 @@ type redisSettings struct {
 	tls      bool
 }
 
-const maxRedisPoolSize = 256
-
 // compileRedis validates the redis block; nil means no Redis.
 func compileRedis(rc *RedisConfig) (*redisSettings, error) {
 	if rc == nil {
@@ -36,8 +34,8 @@ func compileRedis(rc *RedisConfig) (*redisSettings, error) {
 	if rc.DB < 0 {
 		return nil, fmt.Errorf("config: redis.db: %d must be >= 0", rc.DB)
 	}
-	if rc.PoolSize < 0 || rc.PoolSize > maxRedisPoolSize {
-		return nil, fmt.Errorf("config: redis.poolSize: %d is out of range (0 self-tunes; at most %d)", rc.PoolSize, maxRedisPoolSize)
+	if rc.PoolSize < 0 || rc.PoolSize > respMaxPool {
+		return nil, fmt.Errorf("config: redis.poolSize: %d is out of range (0 self-tunes; at most %d)", rc.PoolSize, respMaxPool)
 	}
 	password := ""
 	if rc.Password != "" {

@@ -13,34 +13,18 @@ type redisStore struct {
 	c *respClient
 }
 
-// newRedisStore builds the store from the configuration block, resolving
-// the password's secret form. It never dials. Errors never contain the
-// password.
-func newRedisStore(cfg *RedisConfig) (*redisStore, error) {
-	if cfg == nil || cfg.Address == "" {
-		return nil, errors.New("redis: address is required")
-	}
-	if cfg.DB < 0 {
-		return nil, errors.New("redis: db must be >= 0")
-	}
-	if cfg.PoolSize < 0 || cfg.PoolSize > respMaxPool {
-		return nil, errors.New("redis: poolSize must be between 0 and " + strconv.Itoa(respMaxPool))
-	}
-	password := ""
-	if cfg.Password != "" {
-		p, err := resolveSecret(cfg.Password)
-		if err != nil {
-			return nil, errors.New("redis: password: " + err.Error())
-		}
-		password = p
-	}
+// newRedisStore builds the store from the validated redis block
+// (compileRedis, which resolved the password). It never dials.
+func newRedisStore(rs *redisSettings) *redisStore {
 	return &redisStore{c: newRESPClient(respConfig{
-		address:  cfg.Address,
-		password: password,
-		db:       cfg.DB,
-		tls:      cfg.TLS,
-		poolSize: cfg.PoolSize,
-	})}, nil
+		address:     rs.address,
+		password:    rs.password,
+		db:          rs.db,
+		tls:         rs.tls,
+		poolSize:    rs.poolSize,
+		dialTimeout: 2 * time.Second,
+		ioTimeout:   2 * time.Second,
+	})}
 }
 
 // close releases the store's idle connections.
