@@ -99,7 +99,7 @@ func translateStream(b *testing.B, in []byte, st streamTranslator) int {
 	for {
 		ev, err := rd.next()
 		if err == io.EOF {
-			out, e := st.finish()
+			out, e := translateFinish(st)
 			if e != nil {
 				b.Fatal(e)
 			}
@@ -109,7 +109,7 @@ func translateStream(b *testing.B, in []byte, st streamTranslator) int {
 		if err != nil {
 			b.Fatal(err)
 		}
-		out, e := st.event(ev)
+		out, e := translateEvent(st, ev)
 		if e != nil {
 			b.Fatal(e)
 		}

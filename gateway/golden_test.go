@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"flag"
 	"io"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -38,14 +37,13 @@ func checkGolden(t *testing.T, path string, got []byte) {
 
 // runStream feeds an upstream transcript through newSSEReader and a
 // stream translator the way the pipeline does, returning exactly what the
-// client would receive (an error rendered by writeSSEError).
+// client would receive (an error framed as the OpenAI format's
+// mid-stream error).
 func runStream(input []byte, tr streamTranslator) []byte {
 	reader := newSSEReader(bytes.NewReader(input), 1<<20)
 	var out bytes.Buffer
 	fail := func(e *apiError) []byte {
-		rec := httptest.NewRecorder()
-		writeSSEError(rec, e)
-		out.Write(rec.Body.Bytes())
+		out.Write(openAIFormat.streamError(nil, e))
 		return out.Bytes()
 	}
 	for {
@@ -56,13 +54,13 @@ func runStream(input []byte, tr streamTranslator) []byte {
 		if err != nil {
 			return fail(newError(502, "server_error", "upstream_stream_interrupted", err.Error()))
 		}
-		chunk, e := tr.event(ev)
+		chunk, e := translateEvent(tr, ev)
 		out.Write(chunk)
 		if e != nil {
 			return fail(e)
 		}
 	}
-	tail, e := tr.finish()
+	tail, e := translateFinish(tr)
 	out.Write(tail)
 	if e != nil {
 		return fail(e)
@@ -87,4 +85,22 @@ func testdataSeeds(f *testing.F, glob string) [][]byte {
 		seeds = append(seeds, data)
 	}
 	return seeds
+}
+
+// translateEvent runs one upstream event through tr and frames what it
+// emits as an OpenAI client would receive it.
+func translateEvent(tr streamTranslator, ev sseEvent) ([]byte, *apiError) {
+	payloads, e := tr.event(ev, nil)
+	return openAIFormat.framePayloads(nil, payloads), e
+}
+
+// translateFinish ends tr's stream as the pipeline does: its trailing
+// payloads, then the format's terminator when the stream was complete.
+func translateFinish(tr streamTranslator) ([]byte, *apiError) {
+	payloads, e := tr.finish(nil)
+	out := openAIFormat.framePayloads(nil, payloads)
+	if e != nil {
+		return out, e
+	}
+	return append(out, openAIFormat.streamEnd...), nil
 }

@@ -119,7 +119,7 @@ func FuzzAnthropicStream(f *testing.F) {
 				}
 				break
 			}
-			chunk, e := tr.event(ev)
+			chunk, e := translateEvent(tr, ev)
 			checkAnthropicFraming(t, chunk)
 			out = append(out, chunk...)
 			if e != nil {
@@ -130,7 +130,7 @@ func FuzzAnthropicStream(f *testing.F) {
 			}
 		}
 		if !ended {
-			tail, e := tr.finish()
+			tail, e := translateFinish(tr)
 			checkAnthropicFraming(t, tail)
 			out = append(out, tail...)
 			done := bytes.HasSuffix(out, sseDone)

@@ -321,7 +321,7 @@ type anthropicStream struct {
 	toolIndex  map[int]int // Anthropic block index → tool_calls index
 	nextTool   int
 	finishSent bool
-	stopped    bool // message_stop arrived and [DONE] went out
+	stopped    bool // message_stop arrived; the stream is complete
 	raw        usage
 }
 
@@ -345,133 +345,128 @@ func anthropicEventType(ev sseEvent) string {
 	return head.Type
 }
 
-func (s *anthropicStream) event(ev sseEvent) ([]byte, *apiError) {
+func (s *anthropicStream) event(ev sseEvent, out []streamPayload) ([]streamPayload, *apiError) {
 	if s.stopped {
-		return nil, nil
+		return out, nil
 	}
 	kind := anthropicEventType(ev)
 	switch kind {
 	case "message_start", "content_block_start", "content_block_delta", "message_delta", "error":
 	case "message_stop":
-		return s.stop()
+		return s.stop(out), nil
 	default: // ping, content_block_stop and unknown events
-		return nil, nil
+		return out, nil
 	}
 	var data anthropicWireEvent
 	if err := json.Unmarshal(ev.data, &data); err != nil {
-		return nil, anthropicBadResponse(kind+" event", err)
+		return out, anthropicBadResponse(kind+" event", err)
 	}
 	switch kind {
 	case "message_start":
 		if data.Message == nil {
-			return nil, anthropicBadResponse("message_start event", nil)
+			return out, anthropicBadResponse("message_start event", nil)
 		}
 		if data.Message.ID != "" {
 			s.id = data.Message.ID
 		}
 		data.Message.Usage.addTo(&s.raw)
-		return s.start(nil)
+		return s.start(out), nil
 	case "content_block_start":
 		if data.ContentBlock == nil || data.ContentBlock.Type != "tool_use" {
-			return nil, nil
+			return out, nil
 		}
 		k := s.nextTool
 		s.nextTool++
 		s.toolIndex[data.Index] = k
 		call := anthropicChatToolCall{Index: &k, ID: data.ContentBlock.ID, Type: "function",
 			Function: anthropicChatFunction{Name: data.ContentBlock.Name}}
-		return s.start(s.chunk(anthropicChatDelta{ToolCalls: []anthropicChatToolCall{call}}, nil))
+		return append(s.start(out), s.chunk(anthropicChatDelta{ToolCalls: []anthropicChatToolCall{call}}, nil)), nil
 	case "content_block_delta":
-		return s.blockDelta(&data)
+		return s.blockDelta(out, &data)
 	case "message_delta":
 		data.Usage.addTo(&s.raw)
 		if s.finishSent {
-			return nil, nil
+			return out, nil
 		}
 		var stopReason *string
 		if data.Delta != nil {
 			stopReason = data.Delta.StopReason
 		}
-		return s.finishChunk(anthropicFinishReason(stopReason))
+		return s.finishChunk(out, anthropicFinishReason(stopReason)), nil
 	}
 	e := anthropicStreamError(data.Error)
 	e.upstream = embedUpstreamBody(ev.data)
-	return nil, e
+	return out, e
 }
 
-// start prefixes out with the role chunk unless that already went out.
-func (s *anthropicStream) start(out []byte) ([]byte, *apiError) {
+// start appends the role chunk to out unless that already went out.
+func (s *anthropicStream) start(out []streamPayload) []streamPayload {
 	if s.started {
-		return out, nil
+		return out
 	}
 	s.started = true
 	empty := ""
-	first := s.chunk(anthropicChatDelta{Role: "assistant", Content: &empty}, nil)
-	return append(first, out...), nil
+	return append(out, s.chunk(anthropicChatDelta{Role: "assistant", Content: &empty}, nil))
 }
 
-func (s *anthropicStream) blockDelta(data *anthropicWireEvent) ([]byte, *apiError) {
+func (s *anthropicStream) blockDelta(out []streamPayload, data *anthropicWireEvent) ([]streamPayload, *apiError) {
 	if data.Delta == nil {
-		return nil, anthropicBadResponse("content_block_delta event", nil)
+		return out, anthropicBadResponse("content_block_delta event", nil)
 	}
 	switch data.Delta.Type {
 	case "text_delta":
 		if data.Delta.Text == "" {
-			return nil, nil
+			return out, nil
 		}
 		text := data.Delta.Text
-		return s.start(s.chunk(anthropicChatDelta{Content: &text}, nil))
+		return append(s.start(out), s.chunk(anthropicChatDelta{Content: &text}, nil)), nil
 	case "input_json_delta":
 		k, ok := s.toolIndex[data.Index]
 		if !ok || data.Delta.PartialJSON == "" {
-			return nil, nil
+			return out, nil
 		}
 		call := anthropicChatToolCall{Index: &k, Function: anthropicChatFunction{Arguments: data.Delta.PartialJSON}}
-		return s.start(s.chunk(anthropicChatDelta{ToolCalls: []anthropicChatToolCall{call}}, nil))
+		return append(s.start(out), s.chunk(anthropicChatDelta{ToolCalls: []anthropicChatToolCall{call}}, nil)), nil
 	}
-	return nil, nil // thinking_delta, signature_delta, citations_delta
+	return out, nil // thinking_delta, signature_delta, citations_delta
 }
 
-func (s *anthropicStream) finishChunk(reason string) ([]byte, *apiError) {
+func (s *anthropicStream) finishChunk(out []streamPayload, reason string) []streamPayload {
 	s.finishSent = true
-	return s.start(s.chunk(anthropicChatDelta{}, &reason))
+	return append(s.start(out), s.chunk(anthropicChatDelta{}, &reason))
 }
 
 // stop ends the stream: the finish chunk if message_delta never sent
-// one, the usage chunk when the client asked for it, then [DONE].
-func (s *anthropicStream) stop() ([]byte, *apiError) {
-	var out []byte
+// one, then the usage chunk when the client asked for it.
+func (s *anthropicStream) stop(out []streamPayload) []streamPayload {
 	if !s.finishSent {
-		out, _ = s.finishChunk("stop")
+		out = s.finishChunk(out, "stop")
 	}
 	if s.tc.includeUsage {
 		c := anthropicChatChunk{ID: s.id, Object: "chat.completion.chunk", Created: s.tc.created,
 			Model: s.tc.requestedModel, Choices: []anthropicChatChunkChoice{}, Usage: anthropicChatUsageOf(s.usage())}
-		out = append(out, s.frame(&c)...)
+		out = append(out, s.payload(&c))
 	}
 	s.stopped = true
-	return append(out, sseDone...), nil
+	return out
 }
 
-func (s *anthropicStream) chunk(delta anthropicChatDelta, finish *string) []byte {
+func (s *anthropicStream) chunk(delta anthropicChatDelta, finish *string) streamPayload {
 	c := anthropicChatChunk{ID: s.id, Object: "chat.completion.chunk", Created: s.tc.created, Model: s.tc.requestedModel,
 		Choices: []anthropicChatChunkChoice{{Index: 0, Delta: delta, FinishReason: finish}}}
-	return s.frame(&c)
+	return s.payload(&c)
 }
 
-func (s *anthropicStream) frame(c *anthropicChatChunk) []byte {
-	data, err := anthropicEncodeJSON(c)
-	if err != nil {
-		return nil // only strings and integers: cannot fail
-	}
-	return sseData(data)
+func (s *anthropicStream) payload(c *anthropicChatChunk) streamPayload {
+	data, _ := anthropicEncodeJSON(c) // only strings and integers: cannot fail
+	return streamPayload{data: data}
 }
 
-func (s *anthropicStream) finish() ([]byte, *apiError) {
+func (s *anthropicStream) finish(out []streamPayload) ([]streamPayload, *apiError) {
 	if s.stopped {
-		return nil, nil
+		return out, nil
 	}
-	return nil, newError(http.StatusBadGateway, "server_error", "upstream_stream_truncated",
+	return out, newError(http.StatusBadGateway, "server_error", "upstream_stream_truncated",
 		"stream from anthropic-type provider ended before message_stop")
 }
 

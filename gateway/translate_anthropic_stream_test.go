@@ -273,7 +273,7 @@ func TestAnthropicStreamUsageFold(t *testing.T) {
 		if err != nil {
 			break
 		}
-		if _, e := tr.event(ev); e != nil {
+		if _, e := translateEvent(tr, ev); e != nil {
 			t.Fatal(e)
 		}
 	}
@@ -281,7 +281,7 @@ func TestAnthropicStreamUsageFold(t *testing.T) {
 	if got := tr.usage(); got != want {
 		t.Fatalf("usage %+v, want %+v", got, want)
 	}
-	if out, e := tr.finish(); e != nil || len(out) != 0 {
+	if out, e := tr.finish(nil); e != nil || len(out) != 0 {
 		t.Fatalf("finish after message_stop = %q, %v; want nothing", out, e)
 	}
 }
@@ -366,7 +366,7 @@ func TestAnthropicStreamEvents(t *testing.T) {
 func TestAnthropicStreamErrorEvent(t *testing.T) {
 	tr := newAnthropicStream(anthropicTestContext(true))
 	data := `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`
-	out, e := tr.event(sseEvent{name: "error", data: []byte(data)})
+	out, e := translateEvent(tr, sseEvent{name: "error", data: []byte(data)})
 	if len(out) != 0 || e == nil {
 		t.Fatalf("got %q, %v; want an error only", out, e)
 	}

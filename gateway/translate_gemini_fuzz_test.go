@@ -157,7 +157,7 @@ func FuzzGeminiStream(f *testing.F) {
 				}
 				break
 			}
-			chunk, e := tr.event(ev)
+			chunk, e := translateEvent(tr, ev)
 			checkGeminiFraming(t, chunk)
 			out = append(out, chunk...)
 			if e != nil {
@@ -168,7 +168,7 @@ func FuzzGeminiStream(f *testing.F) {
 			}
 		}
 		if !ended {
-			tail, e := tr.finish()
+			tail, e := translateFinish(tr)
 			checkGeminiFraming(t, tail)
 			out = append(out, tail...)
 			if (e == nil) != bytes.HasSuffix(out, sseDone) {

@@ -251,13 +251,13 @@ func TestGeminiStreamUsage(t *testing.T) {
 		if err != nil {
 			break
 		}
-		b, e := tr.event(ev)
+		b, e := translateEvent(tr, ev)
 		if e != nil {
 			t.Fatal(e)
 		}
 		out = append(out, b...)
 	}
-	tail, e := tr.finish()
+	tail, e := translateFinish(tr)
 	if e != nil {
 		t.Fatal(e)
 	}

@@ -42,21 +42,32 @@ type translateContext struct {
 	idFallback string
 }
 
-// streamTranslator turns one provider event stream into OpenAI
-// chat.completion.chunk events. The pipeline calls event for each
-// complete upstream SSE event in order, writes whatever it returns to the
-// client and flushes, then calls finish at a clean end of the upstream
-// stream.
+// streamPayload is one event a stream translator emits, before any
+// framing: the event's name (for wire formats with named events; "" for
+// OpenAI chunks) and its JSON data. The client's inbound format frames it
+// (wireFormat.frame), so translators compose: a backend's translator
+// emits hub payloads whatever the client speaks.
+type streamPayload struct {
+	name string
+	data []byte
+}
+
+// streamTranslator turns one provider event stream into hub payloads
+// (OpenAI chat.completion.chunk JSON). The pipeline calls event for each
+// complete upstream SSE event in order, frames and writes whatever it
+// appended and flushes, then calls finish at a clean end of the upstream
+// stream. The stream's terminator (OpenAI's [DONE]) is the inbound
+// format's to write, never the translator's.
 type streamTranslator interface {
-	// event consumes one upstream event. It returns zero or more complete
-	// client SSE events, each framed as "data: <json>\n\n". An error ends
-	// the stream: the pipeline writes it as an error event.
-	event(ev sseEvent) ([]byte, *apiError)
+	// event consumes one upstream event, appending zero or more payloads
+	// to out. An error ends the stream: the pipeline writes it as the
+	// format's mid-stream error.
+	event(ev sseEvent, out []streamPayload) ([]streamPayload, *apiError)
 	// finish is called once the upstream stream ended without a read
-	// error. It returns the trailing events, always ending with
-	// "data: [DONE]\n\n", or an error when the upstream stream was
-	// incomplete (e.g. Anthropic's message_stop never came).
-	finish() ([]byte, *apiError)
+	// error. It appends the trailing payloads, or returns an error when
+	// the upstream stream was incomplete (e.g. Anthropic's message_stop
+	// never came).
+	finish(out []streamPayload) ([]streamPayload, *apiError)
 	// usage reports the usage seen so far.
 	usage() usage
 }
@@ -160,12 +171,11 @@ func (s *sseReader) field(ev *sseEvent, raw []byte) bool {
 	return true
 }
 
-// sseData frames one JSON payload as a client SSE event.
-func sseData(payload []byte) []byte {
-	out := make([]byte, 0, len(payload)+8)
-	out = append(out, "data: "...)
-	out = append(out, payload...)
-	return append(out, '\n', '\n')
+// appendSSEData appends one JSON payload framed as an unnamed SSE event.
+func appendSSEData(dst, payload []byte) []byte {
+	dst = append(dst, "data: "...)
+	dst = append(dst, payload...)
+	return append(dst, '\n', '\n')
 }
 
 // sseDone is OpenAI's stream terminator.

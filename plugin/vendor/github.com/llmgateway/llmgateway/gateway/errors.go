@@ -72,21 +72,28 @@ type openAIErrorDetail struct {
 	Upstream json.RawMessage `json:"upstream,omitempty"`
 }
 
-// writeOpenAIError writes e in the OpenAI error envelope:
-// {"error":{"message","type","param","code"[,"upstream"]}}.
-func writeOpenAIError(w http.ResponseWriter, e *apiError) {
-	body := openAIErrorBody{Error: openAIErrorDetail{
-		Message:  e.message,
-		Type:     e.kind,
-		Code:     e.code,
-		Upstream: e.upstream,
-	}}
+// openAIErrorJSON encodes e in the OpenAI error envelope:
+// {"error":{"message","type","param","code"[,"upstream"]}}. The upstream
+// body is included only when withUpstream is set (complete responses,
+// not mid-stream errors).
+func openAIErrorJSON(e *apiError, withUpstream bool) []byte {
+	body := openAIErrorBody{Error: openAIErrorDetail{Message: e.message, Type: e.kind, Code: e.code}}
+	if withUpstream {
+		body.Error.Upstream = e.upstream
+	}
 	data, err := json.Marshal(body)
 	if err != nil {
 		// Only reachable with a malformed upstream RawMessage; drop it.
 		body.Error.Upstream = nil
 		data, _ = json.Marshal(body)
 	}
+	return data
+}
+
+// writeOpenAIError writes e as a complete response in the OpenAI error
+// envelope, with Retry-After when e carries one.
+func writeOpenAIError(w http.ResponseWriter, e *apiError) {
+	data := openAIErrorJSON(e, true)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(data)+1))

@@ -330,11 +330,15 @@ func (g *Gateway) relayTranslated(w http.ResponseWriter, r *http.Request, c *uni
 	p := c.provider
 	startEventStream(w, http.StatusOK)
 	flusher, _ := w.(http.Flusher)
-	emit := func(out []byte) {
+	f := openAIFormat
+	var buf []byte
+	var payloads []streamPayload
+	emit := func(out []streamPayload) {
 		if len(out) == 0 {
 			return
 		}
-		_, _ = w.Write(out)
+		buf = f.framePayloads(buf[:0], out)
+		_, _ = w.Write(buf)
 		if flusher != nil {
 			flusher.Flush()
 		}
@@ -351,16 +355,23 @@ func (g *Gateway) relayTranslated(w http.ResponseWriter, r *http.Request, c *uni
 				return
 			}
 			if err == io.EOF && !rd.partial {
-				out, fe := st.finish()
+				out, fe := st.finish(payloads[:0])
 				emit(out)
 				e = attributed(p, fe)
+				if e == nil {
+					_, _ = w.Write(f.streamEnd)
+					if flusher != nil {
+						flusher.Flush()
+					}
+				}
 			} else {
 				e = streamReadFailure(p.name, x.wd, r, rd, err)
 			}
 			break
 		}
 		events++
-		out, te := st.event(ev)
+		out, te := st.event(ev, payloads[:0])
+		payloads = out
 		emit(out)
 		if te != nil {
 			e = attributed(p, te)

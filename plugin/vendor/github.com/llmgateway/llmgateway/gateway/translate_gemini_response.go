@@ -203,7 +203,7 @@ func newGeminiStream(tc translateContext) streamTranslator {
 	return &geminiStream{tc: tc}
 }
 
-func (s *geminiStream) chunk(delta gemOADelta, finish string) []byte {
+func (s *geminiStream) chunk(delta gemOADelta, finish string) streamPayload {
 	c := gemOAChunk{
 		ID:      s.id,
 		Object:  "chat.completion.chunk",
@@ -214,39 +214,38 @@ func (s *geminiStream) chunk(delta gemOADelta, finish string) []byte {
 	if finish != "" {
 		c.Choices[0].FinishReason = &finish
 	}
-	return sseData(gemMarshal(c))
+	return streamPayload{data: gemMarshal(c)}
 }
 
 // textChunk appends a content delta for non-empty text.
-func (s *geminiStream) textChunk(out []byte, text string) []byte {
+func (s *geminiStream) textChunk(out []streamPayload, text string) []streamPayload {
 	if text == "" {
 		return out
 	}
-	return append(out, s.chunk(gemOADelta{Content: &text}, "")...)
+	return append(out, s.chunk(gemOADelta{Content: &text}, ""))
 }
 
-func (s *geminiStream) event(ev sseEvent) ([]byte, *apiError) {
+func (s *geminiStream) event(ev sseEvent, out []streamPayload) ([]streamPayload, *apiError) {
 	data := bytes.TrimSpace(ev.data)
 	if len(data) == 0 || string(data) == "[DONE]" {
-		return nil, nil
+		return out, nil
 	}
 	if data[0] != '{' {
-		return nil, gemBadUpstream(nil)
+		return out, gemBadUpstream(nil)
 	}
 	var r gemRespIn
 	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, gemBadUpstream(err)
+		return out, gemBadUpstream(err)
 	}
 	if !gemIsNull(r.Error) {
-		return nil, gemUpstreamError(r.Error, data)
+		return out, gemUpstreamError(r.Error, data)
 	}
-	var out []byte
 	if !s.started {
 		s.started = true
 		s.id = gemResponseID(r.ResponseID, s.tc.idFallback)
 		s.callBase = gemCallIDBase(r.ResponseID, s.tc.idFallback)
 		empty := ""
-		out = append(out, s.chunk(gemOADelta{Role: "assistant", Content: &empty}, "")...)
+		out = append(out, s.chunk(gemOADelta{Role: "assistant", Content: &empty}, ""))
 	}
 	if r.UsageMetadata != nil {
 		ru, uo := gemUsage(r.UsageMetadata)
@@ -259,7 +258,7 @@ func (s *geminiStream) event(ev sseEvent) ([]byte, *apiError) {
 	}
 	if len(r.Candidates) == 0 && r.PromptFeedback != nil && r.PromptFeedback.BlockReason != "" {
 		s.finished = true
-		return append(out, s.chunk(gemOADelta{}, "content_filter")...), nil
+		return append(out, s.chunk(gemOADelta{}, "content_filter")), nil
 	}
 	for i := 0; i < len(r.Candidates); i++ {
 		cand := &r.Candidates[i]
@@ -284,7 +283,7 @@ func (s *geminiStream) event(ev sseEvent) ([]byte, *apiError) {
 					}
 					s.calls++
 					s.sawCall = true
-					out = append(out, s.chunk(gemOADelta{ToolCalls: []gemOAToolCallDelta{d}}, "")...)
+					out = append(out, s.chunk(gemOADelta{ToolCalls: []gemOAToolCallDelta{d}}, ""))
 					continue
 				}
 				if p.Text != nil {
@@ -295,19 +294,18 @@ func (s *geminiStream) event(ev sseEvent) ([]byte, *apiError) {
 		out = s.textChunk(out, text)
 		if cand.FinishReason != "" {
 			s.finished = true
-			out = append(out, s.chunk(gemOADelta{}, gemFinishReason(cand.FinishReason, s.sawCall))...)
+			out = append(out, s.chunk(gemOADelta{}, gemFinishReason(cand.FinishReason, s.sawCall)))
 		}
 		break
 	}
 	return out, nil
 }
 
-func (s *geminiStream) finish() ([]byte, *apiError) {
+func (s *geminiStream) finish(out []streamPayload) ([]streamPayload, *apiError) {
 	if !s.finished {
-		return nil, newError(http.StatusBadGateway, "server_error", "upstream_stream_truncated",
+		return out, newError(http.StatusBadGateway, "server_error", "upstream_stream_truncated",
 			"the gemini stream ended before a finish reason")
 	}
-	var out []byte
 	if s.tc.includeUsage {
 		uo := s.usageOut
 		c := gemOAChunk{
@@ -318,9 +316,9 @@ func (s *geminiStream) finish() ([]byte, *apiError) {
 			Choices: []gemOAChunkChoice{},
 			Usage:   &uo,
 		}
-		out = append(out, sseData(gemMarshal(c))...)
+		out = append(out, streamPayload{data: gemMarshal(c)})
 	}
-	return append(out, sseDone...), nil
+	return out, nil
 }
 
 func (s *geminiStream) usage() usage {

@@ -1,0 +1,60 @@
+package gateway
+
+import (
+	"bytes"
+	"net/http"
+)
+
+// wireFormat is one client wire shape (an "inbound format"): everything
+// the pipeline needs to answer a client in the shape it speaks. A route
+// names its format; every stage writes through it, never through a
+// hard-coded envelope. Only the OpenAI format exists today; the
+// Anthropic, Ollama, Responses and JSON-RPC formats are further rows of
+// the same type.
+type wireFormat struct {
+	name string
+	// writeError writes e as a complete response in the format's error
+	// envelope (status, headers, body).
+	writeError func(w http.ResponseWriter, e *apiError)
+	// frame appends one stream payload, framed for the wire, to dst.
+	frame func(dst []byte, p streamPayload) []byte
+	// streamEnd is written after the last payload of a stream that ended
+	// cleanly (OpenAI: "data: [DONE]").
+	streamEnd []byte
+	// streamError appends a mid-stream error, framed, to dst: the only way
+	// left to tell a client whose headers are out that the stream failed.
+	streamError func(dst []byte, e *apiError) []byte
+	// isStreamEnd recognises the format's own terminator in a stream
+	// relayed from an upstream that speaks the same format.
+	isStreamEnd func(ev sseEvent) bool
+	// idPrefix starts the ids of responses the gateway builds itself.
+	idPrefix string
+}
+
+// openAIFormat is the OpenAI wire shape: the error envelope
+// {"error":{...}}, streams as "data: <json>" events ending with
+// "data: [DONE]", and a mid-stream error as a data event holding the
+// envelope.
+var openAIFormat = &wireFormat{
+	name:       "openai",
+	writeError: writeOpenAIError,
+	frame: func(dst []byte, p streamPayload) []byte {
+		return appendSSEData(dst, p.data)
+	},
+	streamEnd: sseDone,
+	streamError: func(dst []byte, e *apiError) []byte {
+		return appendSSEData(dst, openAIErrorJSON(e, false))
+	},
+	isStreamEnd: func(ev sseEvent) bool {
+		return bytes.Equal(bytes.TrimSpace(ev.data), []byte("[DONE]"))
+	},
+	idPrefix: "chatcmpl-",
+}
+
+// framePayloads frames payloads in f's shape, appended to dst.
+func (f *wireFormat) framePayloads(dst []byte, payloads []streamPayload) []byte {
+	for i := 0; i < len(payloads); i++ {
+		dst = f.frame(dst, payloads[i])
+	}
+	return dst
+}
