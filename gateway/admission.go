@@ -63,8 +63,9 @@ func errBodyCapacity() *apiError {
 	return e
 }
 
-// readAdmitted reads and parses a JSON body under a body-admission slot.
-func (g *Gateway) readAdmitted(r *http.Request, limit int64) (*jsonRequest, *apiError) {
+// readAdmitted reads a JSON body under a body-admission slot and has the
+// route's wire format read it.
+func (g *Gateway) readAdmitted(r *http.Request, limit int64, f *wireFormat) (*jsonRequest, *apiError) {
 	if !g.admission.acquire() {
 		return nil, errBodyCapacity()
 	}
@@ -73,5 +74,40 @@ func (g *Gateway) readAdmitted(r *http.Request, limit int64) (*jsonRequest, *api
 	if e != nil {
 		return nil, e
 	}
-	return parseJSONRequest(body)
+	return f.readRequest(body)
+}
+
+// readRequestBody reads the whole body, refusing one over limit with 413.
+func readRequestBody(r *http.Request, limit int64) ([]byte, *apiError) {
+	if r.ContentLength > limit {
+		return nil, errTooLarge(limit)
+	}
+	body, tooBig, err := readCapped(r.Body, limit)
+	if err != nil {
+		return nil, errBadRequest("unreadable_body", "could not read the request body")
+	}
+	if tooBig {
+		return nil, errTooLarge(limit)
+	}
+	return body, nil
+}
+
+// readTranscription reads the multipart body (up to limit, 413 over it)
+// and finds its single model field, under a body-admission slot. The
+// result is a jsonRequest in name only: raw is the multipart body, model
+// its model field, and nothing in it may be spliced (withModel).
+func (g *Gateway) readTranscription(r *http.Request, limit int64) (*jsonRequest, *apiError) {
+	if !g.admission.acquire() {
+		return nil, errBodyCapacity()
+	}
+	defer g.admission.release()
+	body, e := readRequestBody(r, limit)
+	if e != nil {
+		return nil, e
+	}
+	model, e := transcriptionModel(r.Header.Get("Content-Type"), body)
+	if e != nil {
+		return nil, e
+	}
+	return &jsonRequest{raw: body, model: model, modelStart: -1, maxTokensKeyStart: -1}, nil
 }

@@ -148,8 +148,8 @@ func BenchmarkTranslateStream500(b *testing.B) {
 		b.SetBytes(int64(len(data)))
 		for i := 0; i < b.N; i++ {
 			w := &discardFlusher{}
-			res := relaySSE(w, bytes.NewReader(data), maxUpstreamResponseBytes, nil)
-			if !res.sawDone {
+			res := relaySSE(w, bytes.NewReader(data), maxUpstreamResponseBytes, openAIFormat.isStreamEnd, nil)
+			if !res.sawEnd {
 				b.Fatal("no [DONE]")
 			}
 		}

@@ -25,7 +25,11 @@ func cachingGateway(t *testing.T, upURL string, store *cacheTestStore, ul *usage
 	_, srv, _ := serveTestGateway(t, cfg, nil, func(g *Gateway) {
 		g.limiter = newLimiter(newMemoryStore(nil), nil, true, nil, g.log)
 		g.cache = newResponseCache(store, g.log, g.cfg.cache.maxBodyBytes)
-		g.usageHook = func(r usageRecord) { ul.add(r) }
+		g.recordHook = func(r *requestRecord) {
+			if r.attempts > 0 && r.errorClass == "" {
+				ul.add(*r)
+			}
+		}
 	})
 	return srv.URL
 }

@@ -19,7 +19,11 @@ type apiError struct {
 	upstream json.RawMessage
 	// retryAfter, when set, is sent as the Retry-After header.
 	retryAfter string
-	cause      error // for logs only
+	// class says which upstream failure this is (failNone for the
+	// gateway's own refusals); failures.go maps it to retry, failover
+	// and success-rate policy.
+	class failureClass
+	cause error // for logs only
 }
 
 // Error returns the client-safe message and, when present, the cause.

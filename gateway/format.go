@@ -19,8 +19,9 @@ type wireFormat struct {
 	// frame appends one stream payload, framed for the wire, to dst.
 	frame func(dst []byte, p streamPayload) []byte
 	// streamEnd is written after the last payload of a stream that ended
-	// cleanly (OpenAI: "data: [DONE]").
-	streamEnd []byte
+	// cleanly (OpenAI: "data: [DONE]"); streamEndName names it in errors.
+	streamEnd     []byte
+	streamEndName string
 	// streamError appends a mid-stream error, framed, to dst: the only way
 	// left to tell a client whose headers are out that the stream failed.
 	streamError func(dst []byte, e *apiError) []byte
@@ -29,7 +30,16 @@ type wireFormat struct {
 	isStreamEnd func(ev sseEvent) bool
 	// idPrefix starts the ids of responses the gateway builds itself.
 	idPrefix string
+	// readRequest validates a JSON request body and reads what the
+	// pipeline needs from it: the model, the stream flag, the output-token
+	// cap.
+	readRequest func(body []byte) (*jsonRequest, *apiError)
 }
+
+// sseDone is OpenAI's stream terminator. It is declared before
+// openAIFormat on purpose: Yaegi initialises package variables in source
+// order, not dependency order.
+var sseDone = []byte("data: [DONE]\n\n")
 
 // openAIFormat is the OpenAI wire shape: the error envelope
 // {"error":{...}}, streams as "data: <json>" events ending with
@@ -41,14 +51,16 @@ var openAIFormat = &wireFormat{
 	frame: func(dst []byte, p streamPayload) []byte {
 		return appendSSEData(dst, p.data)
 	},
-	streamEnd: sseDone,
+	streamEnd:     sseDone,
+	streamEndName: "[DONE]",
 	streamError: func(dst []byte, e *apiError) []byte {
 		return appendSSEData(dst, openAIErrorJSON(e, false))
 	},
 	isStreamEnd: func(ev sseEvent) bool {
 		return bytes.Equal(bytes.TrimSpace(ev.data), []byte("[DONE]"))
 	},
-	idPrefix: "chatcmpl-",
+	idPrefix:    "chatcmpl-",
+	readRequest: parseJSONRequest,
 }
 
 // framePayloads frames payloads in f's shape, appended to dst.

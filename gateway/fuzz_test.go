@@ -195,7 +195,7 @@ func FuzzRelaySSE(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte, cut uint16) {
 		rec := httptest.NewRecorder()
-		res := relaySSE(rec, bytes.NewReader(data), int64(len(data))+1, nil)
+		res := relaySSE(rec, bytes.NewReader(data), int64(len(data))+1, openAIFormat.isStreamEnd, nil)
 		complete := lastEventBoundary(data)
 		if !bytes.Equal(rec.Body.Bytes(), data[:complete]) || res.err != nil || res.tooLarge || res.bytes != int64(len(data)) {
 			t.Fatalf("under the cap: out %q err %v, in %q", rec.Body.Bytes(), res.err, data)
@@ -203,12 +203,12 @@ func FuzzRelaySSE(f *testing.F) {
 		if res.partial != (complete < len(data)) {
 			t.Fatalf("partial = %v for %q", res.partial, data)
 		}
-		if res.sawDone != bytes.Contains(data, []byte("[DONE]")) && res.sawDone {
+		if res.sawEnd != bytes.Contains(data, []byte("[DONE]")) && res.sawEnd {
 			t.Fatalf("saw [DONE] in %q", data)
 		}
 		limit := int64(cut) % (int64(len(data)) + 1)
 		rec = httptest.NewRecorder()
-		res = relaySSE(rec, bytes.NewReader(data), limit, nil)
+		res = relaySSE(rec, bytes.NewReader(data), limit, openAIFormat.isStreamEnd, nil)
 		out := rec.Body.Bytes()
 		if int64(len(out)) > limit || !bytes.HasPrefix(data, out) {
 			t.Fatalf("capped at %d: out %q, in %q", limit, out, data)

@@ -272,7 +272,7 @@ func (l *limiter) checkAndCount(ctx context.Context, scopes []limitScope) *apiEr
 	counts, values, err := l.run(ctx, incrs, gets)
 	if err != nil {
 		if ctx.Err() != nil {
-			return upstreamFailure("", nil, ctx, err)
+			return upstreamFailure(failClientCancel, "client closed the request", err)
 		}
 		return errStoreUnavailable()
 	}
@@ -452,14 +452,4 @@ func (l *limiter) recordAttempt(provider, model string, failed bool) {
 		defer cancel()
 		_, _, _ = l.run(ctx, incrs, nil)
 	})
-}
-
-// attemptFailed classifies an attempt for the success rates: a
-// connection error, 429, 5xx or a stall is the provider's failure; a
-// client cancellation or any other answer is not.
-func attemptFailed(status int, err error, stalled, clientGone bool) bool {
-	if err != nil {
-		return stalled || !clientGone
-	}
-	return transientStatus(status)
 }

@@ -25,27 +25,29 @@ func pipelineGateway(t *testing.T, upstreamURL, extra string) (*httptest.Server,
 	return serveWithUsage(t, cfg)
 }
 
-// usageLog collects usage records from the gateway's hook.
+// usageLog collects the request records of requests that reached an
+// upstream answer (the ones the account stage settled) from the
+// gateway's record hook.
 type usageLog struct {
 	mu      sync.Mutex
-	records []usageRecord
+	records []requestRecord
 }
 
-func (l *usageLog) add(r usageRecord) {
+func (l *usageLog) add(r requestRecord) {
 	l.mu.Lock()
 	l.records = append(l.records, r)
 	l.mu.Unlock()
 }
 
-func (l *usageLog) all() []usageRecord {
+func (l *usageLog) all() []requestRecord {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]usageRecord(nil), l.records...)
+	return append([]requestRecord(nil), l.records...)
 }
 
-// waitFor polls until the log holds n records (usage of a relayed stream
-// is recorded after the last byte is written).
-func (l *usageLog) waitFor(t *testing.T, n int) []usageRecord {
+// waitFor polls until the log holds n records (a request's record is
+// emitted after its last byte is written).
+func (l *usageLog) waitFor(t *testing.T, n int) []requestRecord {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
@@ -62,7 +64,11 @@ func serveWithUsage(t *testing.T, cfgJSON string) (*httptest.Server, *usageLog, 
 	t.Helper()
 	ul := &usageLog{}
 	_, srv, logs := serveTestGateway(t, cfgJSON, nil, func(g *Gateway) {
-		g.usageHook = func(r usageRecord) { ul.add(r) }
+		g.recordHook = func(r *requestRecord) {
+			if r.attempts > 0 && r.errorClass == "" {
+				ul.add(*r)
+			}
+		}
 	})
 	return srv, ul, logs
 }

@@ -40,11 +40,12 @@ type modelList struct {
 func (g *Gateway) serveModels(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		writeOpenAIError(w, errMethodNotAllowed(r.Method, r.URL.Path, http.MethodGet))
+		defaultFormat.writeError(w, errMethodNotAllowed(r.Method, r.URL.Path, http.MethodGet))
 		return
 	}
-	user := g.authenticate(w, r)
-	if user == nil {
+	user, e := g.authenticate(r)
+	if e != nil {
+		defaultFormat.writeError(w, e)
 		return
 	}
 	if id := strings.TrimPrefix(r.URL.Path, "/v1/models/"); id != r.URL.Path {
@@ -65,7 +66,7 @@ func (g *Gateway) serveModels(w http.ResponseWriter, r *http.Request) {
 func (g *Gateway) serveOneModel(w http.ResponseWriter, user *userRuntime, id string) {
 	route, e := g.resolveModel(user, id)
 	if e != nil {
-		writeOpenAIError(w, e)
+		defaultFormat.writeError(w, e)
 		return
 	}
 	writeJSON(w, http.StatusOK, g.modelObject(id, route))
@@ -97,7 +98,7 @@ func usdPerM(c metaCost) *float64 {
 func writeJSON(w http.ResponseWriter, status int, v interface{}) {
 	data, err := json.Marshal(v)
 	if err != nil {
-		writeOpenAIError(w, newError(http.StatusInternalServerError, "server_error", "internal_error", "could not encode the response"))
+		defaultFormat.writeError(w, newError(http.StatusInternalServerError, "server_error", "internal_error", "could not encode the response"))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

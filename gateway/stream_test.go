@@ -321,7 +321,7 @@ func TestRelaySSEFlushesPerEvent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &flushRecorder{ResponseRecorder: httptest.NewRecorder()}
 			skipWithoutFlushDispatch(t)
-			res := relaySSE(rec, strings.NewReader(tc.in), tc.limit, nil)
+			res := relaySSE(rec, strings.NewReader(tc.in), tc.limit, openAIFormat.isStreamEnd, nil)
 			if rec.Body.String() != tc.wantOut {
 				t.Fatalf("out %q, want %q", rec.Body.String(), tc.wantOut)
 			}
@@ -333,7 +333,7 @@ func TestRelaySSEFlushesPerEvent(t *testing.T) {
 					t.Fatalf("flushes at %v, want %v", rec.flushedAt, tc.wantFlush)
 				}
 			}
-			if res.events != tc.wantEvents || res.sawDone != tc.wantDone || res.tooLarge != tc.tooLarge {
+			if res.events != tc.wantEvents || res.sawEnd != tc.wantDone || res.tooLarge != tc.tooLarge {
 				t.Fatalf("result %+v", res)
 			}
 			if tc.tooLarge != (res.err != nil) {
@@ -346,8 +346,8 @@ func TestRelaySSEFlushesPerEvent(t *testing.T) {
 func TestRelaySSELongLine(t *testing.T) {
 	long := "data: " + strings.Repeat("x", 100<<10) + "\n\ndata: [DONE]\n\n"
 	rec := httptest.NewRecorder()
-	res := relaySSE(rec, strings.NewReader(long), 1<<20, nil)
-	if rec.Body.String() != long || !res.sawDone || res.err != nil {
+	res := relaySSE(rec, strings.NewReader(long), 1<<20, openAIFormat.isStreamEnd, nil)
+	if rec.Body.String() != long || !res.sawEnd || res.err != nil {
 		t.Fatalf("result %+v, %d bytes out", res, rec.Body.Len())
 	}
 }

@@ -123,7 +123,7 @@ func TestWatchdogUnit(t *testing.T) {
 		if !wd.stalled() {
 			t.Fatal("context ended but watchdog does not report a stall")
 		}
-		e := upstreamFailure("p", wd, context.Background(), ctx.Err())
+		e := exchangeFailure("p", wd, context.Background(), ctx.Err())
 		if e.status != 502 || e.code != "upstream_timeout" {
 			t.Fatalf("classified as %d %s", e.status, e.code)
 		}

@@ -114,22 +114,24 @@ func readCapped(r io.Reader, limit int64) ([]byte, bool, error) {
 	return data, false, nil
 }
 
-// upstreamFailure classifies a failed upstream exchange for the client:
-// a stall is a 502 naming the provider ("upstream progress stalled"), a
-// client cancellation is reported as such (499, written to nobody), and
-// anything else is a 502.
-func upstreamFailure(provider string, wd *watchdog, clientCtx context.Context, err error) *apiError {
-	e := newError(http.StatusBadGateway, "server_error", "upstream_error",
-		"provider \""+provider+"\" could not be reached")
-	e.cause = err
-	switch {
-	case wd != nil && wd.stalled():
-		e.code = "upstream_timeout"
-		e.message = "upstream progress stalled for " + wd.timeout.String() + " (provider \"" + provider + "\")"
-	case clientCtx.Err() != nil:
-		e.status = 499
-		e.code = "client_closed_request"
-		e.message = "client closed the request"
+// injectAuth sets the provider's own credential in its type's header.
+// A keyless openai provider sends none.
+func (p *providerRuntime) injectAuth(h http.Header) {
+	for i := 0; i < len(clientCredentialHeaders); i++ {
+		h.Del(clientCredentialHeaders[i])
 	}
-	return e
+	if p.apiKey == "" {
+		return
+	}
+	switch p.kind {
+	case providerAnthropic:
+		h.Set("X-Api-Key", p.apiKey)
+		if h.Get("Anthropic-Version") == "" {
+			h.Set("Anthropic-Version", "2023-06-01")
+		}
+	case providerGemini:
+		h.Set("X-Goog-Api-Key", p.apiKey)
+	default:
+		h.Set("Authorization", "Bearer "+p.apiKey)
+	}
 }

@@ -60,15 +60,14 @@ func presentedKey(r *http.Request) string {
 var clientCredentialHeaders = []string{"Authorization", "X-Api-Key", "X-Goog-Api-Key", "Cookie", "Proxy-Authorization"}
 
 // authenticate identifies the caller and logs the attempt without any
-// key material. It writes the 401 itself and returns nil on failure.
-func (g *Gateway) authenticate(w http.ResponseWriter, r *http.Request) *userRuntime {
+// key material. A failure is a 401 for the caller's route to write.
+func (g *Gateway) authenticate(r *http.Request) (*userRuntime, *apiError) {
 	g.users.maybeReload()
 	user := g.users.current().identify(r)
 	if user == nil {
 		g.log.warnf("auth failed method=%s path=%q remote=%s", r.Method, r.URL.Path, r.RemoteAddr)
-		writeOpenAIError(w, errUnauthorized())
-		return nil
+		return nil, errUnauthorized()
 	}
 	g.log.infof("auth ok user=%q method=%s path=%q", user.name, r.Method, r.URL.Path)
-	return user
+	return user, nil
 }

@@ -80,6 +80,11 @@ type userRuntime struct {
 	// grants are the member groups' grants, primary group first, then the
 	// personal grant when the user has one.
 	grants []*grant
+	// primary is the primary group's grant (the user's "group"): it
+	// decides per-user settings such as caching.
+	primary *grant
+	// groups names the member groups, primary first.
+	groups []string
 	admin  bool
 }
 

@@ -3,7 +3,6 @@ package gateway
 import (
 	"io"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,8 +36,9 @@ type Gateway struct {
 	redis     *redisStore    // nil: no Redis
 	cache     *responseCache // nil: no response cache
 	started   time.Time
-	// usageHook, when set (tests), sees every usage record.
-	usageHook func(usageRecord)
+	// recordHook, when set, receives every request record (record.go)
+	// as its request ends.
+	recordHook func(*requestRecord)
 }
 
 // New validates cfg, compiles it into the gateway's immutable runtime
@@ -96,37 +96,6 @@ func New(next http.Handler, cfg *Config, opts Options) (*Gateway, error) {
 	return g, nil
 }
 
-// ServeHTTP dispatches by path. Every gateway route authenticates on its
-// own; a request matching no route never reaches authentication.
-func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	g.discovery.maybeRefresh()
-	p := r.URL.Path
-	switch {
-	case p == "/v1/chat/completions":
-		g.serveUnified(w, r, chatRoute)
-	case p == "/v1/embeddings":
-		g.serveUnified(w, r, embeddingsRoute)
-	case p == "/v1/images/generations":
-		g.serveUnified(w, r, imagesRoute)
-	case p == "/v1/audio/speech":
-		g.serveUnified(w, r, speechRoute)
-	case p == "/v1/audio/transcriptions":
-		g.serveUnified(w, r, transcriptionsRoute)
-	case p == "/v1/models" || strings.HasPrefix(p, "/v1/models/"):
-		g.serveModels(w, r)
-	default:
-		if provider, rest, ok := g.passthroughTarget(p); ok {
-			g.servePassthrough(w, r, provider, rest)
-			return
-		}
-		if g.cfg.passthroughUnknown {
-			g.next.ServeHTTP(w, r)
-			return
-		}
-		notFound(w, r)
-	}
-}
-
 // Close releases the gateway's background resources (idle upstream
 // connections). In-flight requests finish normally.
 func (g *Gateway) Close() error {
@@ -151,8 +120,4 @@ func (g *Gateway) rebuildRegistry() {
 	g.rebuildMu.Lock()
 	defer g.rebuildMu.Unlock()
 	g.registry.Store(newModelRegistry(g.cfg, g.discovery.discovered(), g.warnings))
-}
-
-func notFound(w http.ResponseWriter, r *http.Request) {
-	writeOpenAIError(w, errRouteNotFound(r.Method, r.URL.Path))
 }

@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 )
 
@@ -25,6 +26,19 @@ type jsonRequest struct {
 	maxTokensKeyStart      int
 	maxTokensKeyEnd        int
 	hasMaxCompletionTokens bool
+	// maxOutputTokens is the client's output-token cap
+	// (max_completion_tokens, else max_tokens); 0 when it set none.
+	maxOutputTokens int64
+}
+
+// parseTokenCap reads a token-count value: a positive JSON integer, or 0
+// for anything else (null, a string, a fraction, a negative number).
+func parseTokenCap(value []byte) int64 {
+	n, err := strconv.ParseInt(string(value), 10, 64)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
 }
 
 // parseJSONRequest validates that body is one JSON object and locates
@@ -63,8 +77,16 @@ func parseJSONRequest(body []byte) (*jsonRequest, *apiError) {
 			req.includeUsage = opts.IncludeUsage
 		case "max_tokens":
 			req.maxTokensKeyStart, req.maxTokensKeyEnd = i, keyEnd+1
+			if req.maxOutputTokens == 0 {
+				req.maxOutputTokens = parseTokenCap(body[valueStart:valueEnd])
+			}
 		case "max_completion_tokens":
 			req.hasMaxCompletionTokens = true
+			// The newer field wins over max_tokens (forOpenAI drops the
+			// legacy one when both are present).
+			if v := parseTokenCap(body[valueStart:valueEnd]); v > 0 {
+				req.maxOutputTokens = v
+			}
 		default:
 			if strings.EqualFold(key, "model") {
 				if e := req.setModel(key, valueStart, valueEnd); e != nil {

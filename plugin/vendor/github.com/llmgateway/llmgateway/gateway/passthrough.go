@@ -31,61 +31,73 @@ func (g *Gateway) passthroughTarget(p string) (*providerRuntime, string, bool) {
 }
 
 // servePassthrough proxies /{provider}/{rest} to the provider untouched,
-// swapping the client's credential for the provider's own.
+// swapping the client's credential for the provider's own. It walks the
+// pipeline's stages on the passthrough route: identify → authorize the
+// provider and path (and the body's model when grants restrict models)
+// → limit → proxy → account → record.
 func (g *Gateway) servePassthrough(w http.ResponseWriter, r *http.Request, p *providerRuntime, rest string) {
-	user := g.authenticate(w, r)
-	if user == nil {
+	c := g.newCall(w, r, passthroughRoute)
+	defer c.finish()
+	c.rec.provider = p.name
+	if !c.identify() {
 		return
 	}
-	if hasDotSegment(rest) {
-		writeOpenAIError(w, errBadRequest("invalid_path", "path segments \".\" and \"..\" are not allowed"))
+	model, body, e := c.admitPassthrough(p, rest)
+	if e != nil {
+		c.reject(e)
 		return
 	}
-	grants := user.passthroughGrants(p.name, rest)
-	if len(grants) == 0 {
-		writeOpenAIError(w, newError(http.StatusForbidden, "permission_error", "provider_not_allowed",
-			"provider \""+p.name+"\" path \""+rest+"\" is not available to your group"))
-		return
-	}
-	if r.Header.Get("Upgrade") != "" {
-		writeOpenAIError(w, newError(http.StatusNotImplemented, "invalid_request_error", "upgrade_not_supported",
-			"protocol upgrades are not supported on passthrough routes"))
-		return
-	}
-	if r.ContentLength > maxPassthroughRequestBytes {
-		writeOpenAIError(w, errTooLarge(maxPassthroughRequestBytes))
-		return
-	}
-	body := &cappedBody{r: r.Body, remaining: maxPassthroughRequestBytes}
-	model := ""
-	if modelRestricted(grants) {
-		m, e := checkPassthroughModel(r, body, grants, p.name)
-		if e != nil {
-			writeOpenAIError(w, e)
-			return
-		}
-		model = m
-	} else if !g.cfg.allowUnpriced && hasCostBudget(user.scopes) && !isBinaryContentType(r.Header.Get("Content-Type")) {
-		// A cost budget needs the model's price: read it when the body
-		// names one (an unreadable or model-less body is not refused).
-		m, e := peekPassthroughModel(body)
-		if e != nil {
-			writeOpenAIError(w, e)
-			return
-		}
-		model = m
-	}
-	if e := g.admit(r, user, p.name, model); e != nil {
-		writeOpenAIError(w, e)
+	c.rec.requestedModel, c.rec.model = model, model
+	if e := g.admit(r, c.user, p.name, model); e != nil {
+		c.reject(e)
 		return
 	}
 	_ = http.NewResponseController(w).EnableFullDuplex()
-	g.proxy(w, r, p, body, user, model)
+	out := c.proxy(p, body, model)
+	c.account(out)
+}
+
+// admitPassthrough checks a passthrough request before any upstream
+// call: the path, the caller's grants for the provider and path, the
+// body's size, and — when grants restrict models, or a cost budget
+// needs a price — the body's model.
+func (c *call) admitPassthrough(p *providerRuntime, rest string) (string, *cappedBody, *apiError) {
+	r := c.r
+	if hasDotSegment(rest) {
+		return "", nil, errBadRequest("invalid_path", "path segments \".\" and \"..\" are not allowed")
+	}
+	grants := c.user.passthroughGrants(p.name, rest)
+	if len(grants) == 0 {
+		return "", nil, newError(http.StatusForbidden, "permission_error", "provider_not_allowed",
+			"provider \""+p.name+"\" path \""+rest+"\" is not available to your group")
+	}
+	if r.Header.Get("Upgrade") != "" {
+		return "", nil, newError(http.StatusNotImplemented, "invalid_request_error", "upgrade_not_supported",
+			"protocol upgrades are not supported on passthrough routes")
+	}
+	if r.ContentLength > maxPassthroughRequestBytes {
+		return "", nil, errTooLarge(maxPassthroughRequestBytes)
+	}
+	body := &cappedBody{r: r.Body, remaining: maxPassthroughRequestBytes}
+	if modelRestricted(grants) {
+		m, e := checkPassthroughModel(r, body, grants, p.name)
+		return m, body, e
+	}
+	if !c.g.cfg.allowUnpriced && hasCostBudget(c.user.scopes) && !isBinaryContentType(r.Header.Get("Content-Type")) {
+		// A cost budget needs the model's price: read it when the body
+		// names one (an unreadable or model-less body is not refused).
+		m, e := peekPassthroughModel(body)
+		return m, body, e
+	}
+	return "", body, nil
 }
 
 // proxy runs one native passthrough exchange through
-// httputil.ReverseProxy, under the provider's progress watchdog.
-func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p *providerRuntime, body *cappedBody, user *userRuntime, model string) {
+// httputil.ReverseProxy, under the provider's progress watchdog, and
+// reports what it delivered (usage sniffed from the body as it flowed).
+func (c *call) proxy(p *providerRuntime, body *cappedBody, model string) *outcome {
+	g, r, w := c.g, c.r, c.w
+	out := &outcome{}
 	target := passthroughURL(p, r.URL)
 	ctx, wd := startWatchdog(r.Context(), p.timeout)
 	defer wd.stop()
@@ -106,9 +118,22 @@ func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p *providerRunti
 	}
 	rp.ModifyResponse = func(resp *http.Response) error {
 		wd.progress()
-		g.limiter.recordAttempt(p.name, "", attemptFailed(resp.StatusCode, nil, false, false))
+		c.rec.attempts = 1
+		failed := false
+		var row *failurePolicy
+		if resp.StatusCode < 200 || resp.StatusCode > 299 {
+			row = &failureTable[statusClass(p, resp.StatusCode, nil)]
+			failed = row.providerFault
+		}
+		g.limiter.recordAttempt(p.name, "", failed)
 		if resp.ContentLength > maxUpstreamResponseBytes {
 			return errPassthroughTooLarge
+		}
+		c.rec.wroteHeader(resp.StatusCode)
+		out.status = resp.StatusCode
+		if row != nil {
+			// Relayed as the upstream sent it; the record notes its class.
+			c.rec.errorCode, c.rec.errorClass = row.code, row.name
 		}
 		// Over the cap mid-body, the read fails and ReverseProxy aborts the
 		// client connection: never a short response that looks complete.
@@ -118,27 +143,33 @@ func (g *Gateway) proxy(w http.ResponseWriter, r *http.Request, p *providerRunti
 			return nil
 		}
 		resp.Body = newUsageSniffer(resp.Body, resp.Header.Get("Content-Type"), func(u usage, streamed bool) {
-			if !u.reported && !streamed {
-				u = estimateUsage(int(body.sent.Load()))
-			}
-			g.recordUsage(usageRecord{scopes: userScopesOf(user), user: userName(user), provider: p.name, model: model, route: "passthrough", usage: u})
+			out.usage, out.streamed = u, streamed
+			out.requestBytes = int(body.sent.Load())
 		})
 		return nil
 	}
 	rp.ErrorHandler = func(rw http.ResponseWriter, req *http.Request, err error) {
-		if body.tooLarge() {
-			writeOpenAIError(rw, errTooLarge(maxPassthroughRequestBytes))
-			return
-		}
-		if err == errPassthroughTooLarge {
-			g.fail(rw, r, errUpstreamTooLarge(p.name))
-			return
-		}
-		g.limiter.recordAttempt(p.name, "", attemptFailed(0, err, wd.stalled(), r.Context().Err() != nil))
-		g.fail(rw, r, upstreamFailure(p.name, wd, r.Context(), err))
+		out.err = c.passthroughFailure(p, body, wd, err)
+		out.status = out.err.status
+		c.fail(out.err)
 	}
 	rp.ServeHTTP(w, in)
 	body.close()
+	return out
+}
+
+// passthroughFailure classifies a passthrough exchange that failed.
+func (c *call) passthroughFailure(p *providerRuntime, body *cappedBody, wd *watchdog, err error) *apiError {
+	if body.tooLarge() {
+		return errTooLarge(maxPassthroughRequestBytes)
+	}
+	if err == errPassthroughTooLarge {
+		return errUpstreamTooLarge(p.name)
+	}
+	e := exchangeFailure(p.name, wd, c.r.Context(), err)
+	c.rec.attempts = 1
+	c.g.limiter.recordAttempt(p.name, "", attemptFailed(e))
+	return e
 }
 
 // passthroughURL builds the upstream URL for /{provider}/{rest}: the

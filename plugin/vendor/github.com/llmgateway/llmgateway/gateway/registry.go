@@ -12,15 +12,19 @@ import (
 // set changes.
 //
 // A "provider/model" id resolves directly when the prefix names a
-// configured provider; any other id (even one containing "/") is bare. A
-// bare id goes to the first provider, in sorted name order, that knows
-// it.
+// configured provider; any other id (even one containing "/") is bare.
+//
+// Candidate order: a bare id is served by every provider that knows it,
+// in sorted provider-name order. The first is the id's owner (it gets
+// the bare id in /v1/models, and serves every request while failover is
+// off); the others are the candidates failover and load balancing may
+// use. An explicit "provider/model" id has exactly one candidate.
 type modelRegistry struct {
 	providers  map[string]*providerRuntime
 	names      []string            // sorted
 	models     map[string][]string // provider -> sorted known ids
 	known      map[string]map[string]bool
-	bareOwner  map[string]*providerRuntime
+	bare       map[string][]*providerRuntime // bare id -> every provider that knows it, in candidate order
 	aliases    map[string]string
 	aliasNames []string // sorted
 	meta       map[string]*ModelMetaConfig
@@ -33,7 +37,7 @@ type modelRegistry struct {
 // once per id over the gateway's lifetime.
 func newModelRegistry(c *compiledConfig, found discoverySnapshot, warnings *warningLog) *modelRegistry {
 	discovered := found.models
-	r := &modelRegistry{providers: c.providers, names: c.providerNames, bareOwner: map[string]*providerRuntime{},
+	r := &modelRegistry{providers: c.providers, names: c.providerNames, bare: map[string][]*providerRuntime{},
 		models: map[string][]string{}, known: map[string]map[string]bool{}, aliases: c.aliases, aliasNames: c.aliasNames,
 		meta: c.modelMeta, contexts: found.contexts}
 	for i := 0; i < len(r.names); i++ {
@@ -51,11 +55,13 @@ func newModelRegistry(c *compiledConfig, found discoverySnapshot, warnings *warn
 		r.models[p.name], r.known[p.name] = ids, set
 		for j := 0; j < len(ids); j++ {
 			m := ids[j]
-			if owner, taken := r.bareOwner[m]; taken {
+			if owners := r.bare[m]; len(owners) > 0 {
+				owner := owners[0]
 				warnings.warnOnce("collision:"+m, "model %q is served by providers %q and %q: the bare id routes to %q; use %q to reach the other", m, owner.name, p.name, owner.name, p.name+"/"+m)
+				r.bare[m] = append(owners, p)
 				continue
 			}
-			r.bareOwner[m] = p
+			r.bare[m] = []*providerRuntime{p}
 			if _, isAlias := r.aliases[m]; isAlias {
 				warnings.warnOnce("alias:"+m, "provider %q lists model %q, which is also a model alias: the alias wins", p.name, m)
 			}
@@ -65,47 +71,62 @@ func newModelRegistry(c *compiledConfig, found discoverySnapshot, warnings *warn
 	return r
 }
 
-// modelRoute is where a client model id goes.
+// modelRoute is where a client model id goes: its first candidate
+// (provider, model) and every candidate in order (the first included).
 type modelRoute struct {
+	provider   *providerRuntime
+	model      string // the provider's own id
+	alias      string // the alias the client used; "" for a direct id
+	candidates []candidate
+}
+
+// candidate is one provider that can serve a request, with its own id
+// for the model.
+type candidate struct {
 	provider *providerRuntime
-	model    string // the provider's own id
-	alias    string // the alias the client used; "" for a direct id
+	model    string
 }
 
 // route resolves a client model id: an exact alias first (its target then
 // resolves like any other id, lazily), then "provider/model", then bare.
 func (r *modelRegistry) route(id string) (modelRoute, *apiError) {
 	if target, isAlias := r.aliases[id]; isAlias {
-		p, model, ok := r.resolve(target)
+		route, ok := r.resolve(target)
 		if !ok {
 			return modelRoute{}, newError(http.StatusNotFound, "invalid_request_error", "model_not_found",
 				"model alias \""+id+"\" points at \""+target+"\", which no configured provider serves")
 		}
-		return modelRoute{provider: p, model: model, alias: id}, nil
+		route.alias = id
+		return route, nil
 	}
-	p, model, ok := r.resolve(id)
+	route, ok := r.resolve(id)
 	if !ok {
 		return modelRoute{}, newError(http.StatusNotFound, "invalid_request_error", "model_not_found",
 			"model \""+id+"\" is not served by this gateway")
 	}
-	return modelRoute{provider: p, model: model}, nil
+	return route, nil
 }
 
-// resolve maps a (non-alias) model id to a provider and that provider's
-// own model id. ok is false when no configured provider knows the id.
-func (r *modelRegistry) resolve(id string) (p *providerRuntime, upstreamModel string, ok bool) {
+// resolve maps a (non-alias) model id to its candidates. ok is false
+// when no configured provider knows the id.
+func (r *modelRegistry) resolve(id string) (modelRoute, bool) {
 	if i := strings.IndexByte(id, '/'); i > 0 {
 		if prefixed, found := r.providers[id[:i]]; found {
 			rest := id[i+1:]
 			if r.known[prefixed.name][rest] {
-				return prefixed, rest, true
+				return modelRoute{provider: prefixed, model: rest, candidates: []candidate{{provider: prefixed, model: rest}}}, true
 			}
 		}
 	}
-	if owner, found := r.bareOwner[id]; found {
-		return owner, id, true
+	owners := r.bare[id]
+	if len(owners) == 0 {
+		return modelRoute{}, false
 	}
-	return nil, "", false
+	cands := make([]candidate, len(owners))
+	for i := 0; i < len(owners); i++ {
+		cands[i] = candidate{provider: owners[i], model: id}
+	}
+	return modelRoute{provider: owners[0], model: id, candidates: cands}, true
 }
 
 // modelEntry is one row of the model list.
@@ -130,7 +151,7 @@ func (r *modelRegistry) buildListing() []modelEntry {
 		ids := r.models[p.name]
 		for j := 0; j < len(ids); j++ {
 			m := ids[j]
-			if r.bareOwner[m] == p {
+			if r.bare[m][0] == p {
 				out = append(out, modelEntry{id: m, route: modelRoute{provider: p, model: m}})
 			}
 			out = append(out, modelEntry{id: p.name + "/" + m, route: modelRoute{provider: p, model: m}})
@@ -138,8 +159,9 @@ func (r *modelRegistry) buildListing() []modelEntry {
 	}
 	for i := 0; i < len(r.aliasNames); i++ {
 		alias := r.aliasNames[i]
-		if p, model, ok := r.resolve(r.aliases[alias]); ok {
-			out = append(out, modelEntry{id: alias, route: modelRoute{provider: p, model: model, alias: alias}})
+		if route, ok := r.resolve(r.aliases[alias]); ok {
+			route.alias = alias
+			out = append(out, modelEntry{id: alias, route: route})
 		}
 	}
 	return out

@@ -2,45 +2,10 @@ package gateway
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"strings"
-	"time"
 )
-
-// usageRecord is one metered request's outcome, handed to the
-// accounting stage.
-type usageRecord struct {
-	scopes   []limitScope // where tokens and cost are accounted
-	user     string
-	provider string
-	model    string // the provider's model id
-	route    string // "chat/completions", "embeddings", "images", ...
-	usage    usage
-}
-
-// recordUsage accounts a finished exchange: its tokens and cost go to
-// every scope of the request in one store round trip. Media routes pass
-// zero usage (request-counted only).
-func (g *Gateway) recordUsage(rec usageRecord) {
-	if g.usageHook != nil {
-		g.usageHook(rec)
-	}
-	if len(rec.scopes) == 0 || (rec.usage.promptTokens == 0 && rec.usage.completionTokens == 0) {
-		return
-	}
-	cost := g.costOf(rec.provider, rec.model, rec.usage)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	g.limiter.account(ctx, rec.scopes, rec.usage, cost)
-}
-
-// estimateUsage is the fallback for a non-streaming response without
-// usage: ceil(request bytes / 4) prompt tokens.
-func estimateUsage(requestBytes int) usage {
-	return usage{promptTokens: int64((requestBytes + 3) / 4), estimated: true}
-}
 
 // wireUsage holds every provider's usage field names; one decode reads
 // whichever the body has.
@@ -119,32 +84,6 @@ func usageFromJSON(data []byte, u *usage) {
 		}
 		u.reported = true
 	}
-}
-
-// usageFromSSEEvent reads usage from one raw SSE event (its data lines).
-func usageFromSSEEvent(event []byte, u *usage) {
-	if !bytes.Contains(event, []byte(`sage`)) {
-		return
-	}
-	for len(event) > 0 {
-		line := event
-		if i := bytes.IndexByte(event, '\n'); i >= 0 {
-			line, event = event[:i], event[i+1:]
-		} else {
-			event = nil
-		}
-		if bytes.HasPrefix(line, []byte("data:")) {
-			usageFromJSON(bytes.TrimSpace(line[5:]), u)
-		}
-	}
-}
-
-// userName is the authenticated user's name, for accounting records.
-func userName(u *userRuntime) string {
-	if u == nil {
-		return ""
-	}
-	return u.name
 }
 
 // maxSniffedJSONBytes bounds how much of a non-streaming passthrough

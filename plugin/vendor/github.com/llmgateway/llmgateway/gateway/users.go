@@ -67,7 +67,11 @@ func compileUser(field string, uc *UserConfig, groups map[string]*grant) (compil
 	if len(u.grants) == 0 {
 		return compiledUser{}, fmt.Errorf("%s: at least one group is required (set group or groups)", field)
 	}
-	personal, err := personalGrant(field, uc, u.grants[0])
+	u.primary = u.grants[0]
+	for j := 0; j < len(u.grants); j++ {
+		u.groups = append(u.groups, u.grants[j].group)
+	}
+	personal, err := personalGrant(field, uc, u.primary)
 	if err != nil {
 		return compiledUser{}, err
 	}

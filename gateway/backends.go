@@ -1,0 +1,184 @@
+package gateway
+
+import (
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// prepareFunc is one cell of a backend's capability table: it builds the
+// outbound request for one candidate of a call and says how its answer
+// is read (outbound.decode, outbound.translator). It never writes to the
+// client; a request the provider type cannot express is an error.
+type prepareFunc func(c *call, cand candidate) (*outbound, *apiError)
+
+// backend is a provider type's capability table: one prepareFunc per
+// operation, nil where the type has no such endpoint (a 501).
+type backend struct {
+	ops [operationCount]prepareFunc
+}
+
+var (
+	openAIBackend    = &backend{}
+	anthropicBackend = &backend{}
+	geminiBackend    = &backend{}
+)
+
+func init() {
+	openAIBackend.ops[opChat] = openAIChat
+	openAIBackend.ops[opEmbeddings] = openAIJSON
+	openAIBackend.ops[opImages] = openAIJSON
+	openAIBackend.ops[opSpeech] = openAISpeech
+	openAIBackend.ops[opTranscriptions] = openAITranscription
+	anthropicBackend.ops[opChat] = anthropicChat
+	geminiBackend.ops[opChat] = geminiChat
+	geminiBackend.ops[opEmbeddings] = geminiEmbeddings
+	geminiBackend.ops[opImages] = geminiImages
+}
+
+// backendFor is the capability table of a provider type.
+func backendFor(kind string) *backend {
+	switch kind {
+	case providerAnthropic:
+		return anthropicBackend
+	case providerGemini:
+		return geminiBackend
+	}
+	return openAIBackend
+}
+
+// jsonOutbound is a POST of a JSON body to url.
+func jsonOutbound(cand candidate, url string, body []byte) *outbound {
+	return &outbound{provider: cand.provider, model: cand.model, method: http.MethodPost, url: url, body: body,
+		contentType: "application/json", accept: "application/json"}
+}
+
+// openAIChat forwards the body with only the model rewritten (and
+// max_tokens renamed for reasoning models); a stream is relayed as is.
+func openAIChat(c *call, cand candidate) (*outbound, *apiError) {
+	o := jsonOutbound(cand, cand.provider.baseURL+c.route.path, c.req.forOpenAI(cand.model))
+	o.accept = c.r.Header.Get("Accept")
+	o.stream = c.req.stream
+	return o, nil
+}
+
+// openAIJSON forwards embeddings and images with only the model
+// rewritten; the answer is relayed as is.
+func openAIJSON(c *call, cand candidate) (*outbound, *apiError) {
+	o := jsonOutbound(cand, cand.provider.baseURL+c.route.path, c.req.withModel(cand.model))
+	o.accept = c.r.Header.Get("Accept")
+	return o, nil
+}
+
+// openAISpeech forwards audio/speech; the binary answer streams to the
+// client as it arrives.
+func openAISpeech(c *call, cand candidate) (*outbound, *apiError) {
+	o := jsonOutbound(cand, cand.provider.baseURL+c.route.path, c.req.withModel(cand.model))
+	o.accept = ""
+	o.stream, o.binary = true, true
+	return o, nil
+}
+
+// openAITranscription forwards the multipart body: replayed
+// byte-for-byte when its model field is already the upstream id,
+// otherwise rebuilt with only the model part rewritten.
+func openAITranscription(c *call, cand candidate) (*outbound, *apiError) {
+	body := c.req.raw
+	contentType := c.r.Header.Get("Content-Type")
+	if cand.model != c.req.model {
+		rebuilt, rebuiltType, e := rewriteMultipartModel(contentType, body, cand.model)
+		if e != nil {
+			return nil, e
+		}
+		body, contentType = rebuilt, rebuiltType
+	}
+	o := jsonOutbound(cand, cand.provider.baseURL+c.route.path, body)
+	o.contentType = contentType
+	o.accept = c.r.Header.Get("Accept")
+	return o, nil
+}
+
+// anthropicChat translates the hub request to the Messages API and the
+// answer back (stream or whole).
+func anthropicChat(c *call, cand candidate) (*outbound, *apiError) {
+	body, stream, e := anthropicChatRequest(c.req.raw, cand.model)
+	if e != nil {
+		return nil, e
+	}
+	return translatedChat(c, cand, cand.provider.baseURL+"/v1/messages", body, stream, anthropicChatResponse, newAnthropicStream), nil
+}
+
+// geminiChat translates the hub request to :generateContent (or
+// :streamGenerateContent?alt=sse) and the answer back.
+func geminiChat(c *call, cand candidate) (*outbound, *apiError) {
+	body, stream, e := geminiChatRequest(c.req.raw)
+	if e != nil {
+		return nil, e
+	}
+	u := geminiModelURL(cand.provider, cand.model, "generateContent")
+	if stream {
+		u = geminiModelURL(cand.provider, cand.model, "streamGenerateContent") + "?alt=sse"
+	}
+	return translatedChat(c, cand, u, body, stream, geminiChatResponse, newGeminiStream), nil
+}
+
+// translatedChat is the outbound of a translating backend's chat call.
+func translatedChat(c *call, cand candidate, url string, body []byte, stream bool,
+	response func([]byte, translateContext) ([]byte, usage, *apiError),
+	newStream func(translateContext) streamTranslator) *outbound {
+	o := jsonOutbound(cand, url, body)
+	tc := c.translateContext(cand.model)
+	if stream {
+		o.accept, o.stream = "text/event-stream", true
+		o.translator = func() streamTranslator { return newStream(tc) }
+		return o
+	}
+	o.decode = func(data []byte) ([]byte, usage, *apiError) { return response(data, tc) }
+	return o
+}
+
+// geminiModelURL is {base}/v1beta/models/{model}:{method}; the model id
+// is path-escaped so it cannot add path segments or a query.
+func geminiModelURL(p *providerRuntime, model, method string) string {
+	return p.baseURL + "/v1beta/models/" + url.PathEscape(model) + ":" + method
+}
+
+// geminiEmbeddings maps OpenAI embeddings to :embedContent (one input)
+// or :batchEmbedContents (a list).
+func geminiEmbeddings(c *call, cand candidate) (*outbound, *apiError) {
+	body, batch, e := geminiEmbedRequest(c.req.raw, cand.model)
+	if e != nil {
+		return nil, e
+	}
+	method := "embedContent"
+	if batch {
+		method = "batchEmbedContents"
+	}
+	tc := c.translateContext(cand.model)
+	wantBase64 := geminiEmbedWantsBase64(c.req.raw)
+	o := jsonOutbound(cand, geminiModelURL(cand.provider, cand.model, method), body)
+	o.decode = func(data []byte) ([]byte, usage, *apiError) {
+		out, u, e := geminiEmbedResponse(data, tc, batch)
+		if e == nil && wantBase64 {
+			// The official SDKs ask for base64 by default.
+			out, e = geminiEmbedBase64(out)
+		}
+		return out, u, e
+	}
+	return o, nil
+}
+
+// geminiImages maps images/generations to Imagen's :predict.
+func geminiImages(c *call, cand candidate) (*outbound, *apiError) {
+	body, e := geminiImageRequest(c.req.raw)
+	if e != nil {
+		return nil, e
+	}
+	created := time.Now().Unix()
+	o := jsonOutbound(cand, geminiModelURL(cand.provider, cand.model, "predict"), body)
+	o.decode = func(data []byte) ([]byte, usage, *apiError) {
+		out, e := geminiImageResponse(data, created)
+		return out, usage{}, e
+	}
+	return o, nil
+}

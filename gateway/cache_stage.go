@@ -1,0 +1,48 @@
+package gateway
+
+import "net/http"
+
+// serveCached is the cache stage: it answers a cacheable request from
+// the response cache when it holds the answer (X-Llmgw-Cache: hit), and
+// otherwise marks the request for caching (X-Llmgw-Cache: miss).
+// Cacheable: non-streaming requests on a cacheable route, when the
+// caller's primary group has caching on.
+func (c *call) serveCached() bool {
+	g := c.g
+	if g.cache == nil || !c.route.cacheable || c.req.stream || c.user.primary == nil || !c.user.primary.cacheOn {
+		return false
+	}
+	endpoint := cacheEndpointChat
+	if c.route.op == opEmbeddings {
+		endpoint = cacheEndpointEmbeddings
+	}
+	key, ok := cacheKey(c.target.provider.name, c.target.model, c.req.model, endpoint, c.req.raw)
+	if !ok {
+		return false
+	}
+	if contentType, body, hit := g.cache.lookupTyped(c.r.Context(), key); hit {
+		if contentType == "" {
+			contentType = "application/json"
+		}
+		c.rec.cache = "hit"
+		c.rec.wroteHeader(http.StatusOK)
+		c.w.Header().Set("X-Llmgw-Cache", "hit")
+		c.w.Header().Set("Content-Type", contentType)
+		writeJSONResponse(c.w, http.StatusOK, body)
+		return true
+	}
+	c.rec.cache = "miss"
+	c.w.Header().Set("X-Llmgw-Cache", "miss")
+	c.cacheKey = key
+	c.cacheTTL = c.user.primary.cacheTTL
+	return false
+}
+
+// saveCached stores a 200 answer of a cacheable request (after it was
+// written to the client). Oversized bodies are skipped by the cache.
+func (c *call) saveCached(out *outcome) {
+	if c.cacheKey == "" || out.status != http.StatusOK || out.body == nil || out.err != nil {
+		return
+	}
+	c.g.cache.saveTyped(c.r.Context(), c.cacheKey, out.contentType, out.body, c.cacheTTL)
+}

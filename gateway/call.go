@@ -1,0 +1,146 @@
+package gateway
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"strconv"
+)
+
+// outbound is one upstream request a backend prepared for one candidate,
+// sendable more than once (retry), plus how its answer is read.
+type outbound struct {
+	provider    *providerRuntime
+	model       string // the upstream model id, for the success rates
+	method      string
+	url         string
+	body        []byte
+	contentType string
+	accept      string
+	// stream: the answer is expected as an event stream (or, for binary,
+	// a body relayed as it arrives); the attempt ends at the response
+	// headers. Otherwise the whole body is read as part of the attempt,
+	// so a connection that dies mid-body can be retried too.
+	stream bool
+	// binary: the answer is opaque bytes streamed to the client as they
+	// arrive (audio/speech).
+	binary bool
+	// decode translates a whole 2xx answer to the hub shape and reads its
+	// usage; nil relays the upstream's body and relayed headers as is.
+	decode func(data []byte) ([]byte, usage, *apiError)
+	// translator builds the stream translator for an event-stream answer;
+	// nil relays the upstream's events as is (same wire shape).
+	translator func() streamTranslator
+}
+
+// exchange is an upstream's 2xx answer. The caller must call done.
+type exchange struct {
+	resp *http.Response
+	body io.Reader // the response body, feeding the watchdog
+	data []byte    // the whole body, unless the outbound streams
+	wd   *watchdog
+}
+
+func (x *exchange) done() {
+	_ = x.resp.Body.Close()
+	x.wd.stop()
+}
+
+// send is the call stage: it walks the request's candidates under one
+// request-wide attempt budget (the first try plus retry.attempts), each
+// candidate's outbound request prepared by its provider type's backend
+// once. A failure whose failure-table row allows retry is tried again on
+// the same candidate after the retry wait, before any byte reached the
+// client; every other failure ends the walk. With failover off only the
+// first candidate is ever used. A failed attempt's body is drained and
+// discarded, never parsed for usage.
+func (c *call) send() (*exchange, *outbound, *apiError) {
+	g := c.g
+	budget := 1 + g.cfg.retry.retries
+	cand := c.target.candidates[0]
+	o, e := backendFor(cand.provider.kind).ops[c.route.op](c, cand)
+	if e != nil {
+		return nil, nil, e
+	}
+	for attempt := 1; ; attempt++ {
+		c.rec.attempts = attempt
+		x, e := g.attempt(c.r, o)
+		if e == nil {
+			return x, o, nil
+		}
+		if !e.policy().retry || attempt >= budget || c.r.Context().Err() != nil {
+			return nil, o, e
+		}
+		wait := g.cfg.retry.retryWait(attempt, e.status, e.retryAfter)
+		g.log.infof("retrying provider %q in %s (retry %d of %d): %s", o.provider.name, wait, attempt, budget-1, e.Error())
+		if !sleepCtx(c.r.Context(), wait) {
+			return nil, o, exchangeFailure(o.provider.name, nil, c.r.Context(), c.r.Context().Err())
+		}
+	}
+}
+
+// attempt makes one try: the request, the response headers and, unless
+// the outbound streams, the whole body.
+func (g *Gateway) attempt(r *http.Request, o *outbound) (*exchange, *apiError) {
+	p := o.provider
+	ctx, wd := startWatchdog(r.Context(), p.timeout)
+	req, err := http.NewRequestWithContext(ctx, o.method, o.url, bytes.NewReader(o.body))
+	if err != nil {
+		wd.stop()
+		return nil, upstreamFailure(failConnect, "could not build the request to provider \""+p.name+"\"", err)
+	}
+	if o.contentType != "" {
+		req.Header.Set("Content-Type", o.contentType)
+	}
+	if o.accept != "" {
+		req.Header.Set("Accept", o.accept)
+	}
+	p.injectAuth(req.Header)
+	resp, err := g.transport.RoundTrip(req)
+	if err != nil {
+		wd.stop()
+		e := exchangeFailure(p.name, wd, r.Context(), err)
+		g.limiter.recordAttempt(p.name, o.model, attemptFailed(e))
+		return nil, e
+	}
+	wd.progress()
+	body := &progressReader{r: resp.Body, wd: wd}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		e := upstreamHTTPError(p, resp, body)
+		g.limiter.recordAttempt(p.name, o.model, attemptFailed(e))
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+		_ = resp.Body.Close()
+		wd.stop()
+		return nil, e
+	}
+	x := &exchange{resp: resp, body: body, wd: wd}
+	if o.stream {
+		g.limiter.recordAttempt(p.name, o.model, false)
+		return x, nil
+	}
+	data, tooBig, err := readCapped(body, maxUpstreamResponseBytes)
+	if err != nil {
+		x.done()
+		e := exchangeFailure(p.name, wd, r.Context(), err)
+		g.limiter.recordAttempt(p.name, o.model, attemptFailed(e))
+		return nil, e
+	}
+	g.limiter.recordAttempt(p.name, o.model, false)
+	if tooBig {
+		x.done()
+		return nil, errUpstreamTooLarge(p.name)
+	}
+	x.data = data
+	return x, nil
+}
+
+// writeJSONResponse writes a complete JSON answer.
+func writeJSONResponse(w http.ResponseWriter, status int, data []byte) {
+	h := w.Header()
+	if h.Get("Content-Type") == "" {
+		h.Set("Content-Type", "application/json")
+	}
+	h.Set("Content-Length", strconv.Itoa(len(data)))
+	w.WriteHeader(status)
+	_, _ = w.Write(data)
+}

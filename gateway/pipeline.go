@@ -1,0 +1,200 @@
+package gateway
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"time"
+)
+
+// call is one metered request's state, created per request and never
+// shared: what the stages learned so far and the request record they
+// fill in.
+type call struct {
+	g      *Gateway
+	w      http.ResponseWriter
+	r      *http.Request
+	route  *route
+	format *wireFormat
+	user   *userRuntime
+	req    *jsonRequest
+	// target is the resolved model: its candidates in order, the ones the
+	// caller may not use already removed.
+	target modelRoute
+	// cacheKey is set when the response may be cached (a miss); the
+	// entry is written with cacheTTL.
+	cacheKey string
+	cacheTTL time.Duration
+	rec      requestRecord
+}
+
+func (g *Gateway) newCall(w http.ResponseWriter, r *http.Request, rt *route) *call {
+	return &call{g: g, w: w, r: r, route: rt, format: rt.format,
+		rec: requestRecord{route: rt.name, format: rt.format.name, start: time.Now()}}
+}
+
+// serveMetered runs the stages every metered route shares:
+//
+//	identify → admit the body → resolve candidates → authorize → limit
+//	→ cache → call (retry, watchdog, caps) → respond → account → record
+//
+// Each stage either passes the request on or ends it with an error
+// written through the route's wire format.
+func (g *Gateway) serveMetered(w http.ResponseWriter, r *http.Request, rt *route) {
+	c := g.newCall(w, r, rt)
+	defer c.finish()
+	if r.Method != rt.method {
+		w.Header().Set("Allow", rt.method)
+		c.reject(errMethodNotAllowed(r.Method, rt.path, rt.method))
+		return
+	}
+	if !c.identify() || !c.admitBody() || !c.resolve() || !c.limit() {
+		return
+	}
+	if c.serveCached() {
+		return
+	}
+	x, o, e := c.send()
+	if e != nil {
+		c.fail(e)
+		return
+	}
+	defer x.done()
+	out := c.respond(x, o)
+	c.account(out)
+}
+
+// identify authenticates the caller (401 otherwise).
+func (c *call) identify() bool {
+	user, e := c.g.authenticate(c.r)
+	if e != nil {
+		c.reject(e)
+		return false
+	}
+	c.user = user
+	c.rec.user = user.name
+	c.rec.groups = user.groups
+	return true
+}
+
+// admitBody reads the request body under a body-admission slot: the
+// whole body up to the route's cap, validated and its model located.
+func (c *call) admitBody() bool {
+	var req *jsonRequest
+	var e *apiError
+	if c.route.body == bodyMultipart {
+		req, e = c.g.readTranscription(c.r, c.route.maxBodyBytes)
+	} else {
+		req, e = c.g.readAdmitted(c.r, c.route.maxBodyBytes, c.format)
+	}
+	if e != nil {
+		c.reject(e)
+		return false
+	}
+	c.req = req
+	c.rec.requestedModel = req.model
+	c.rec.stream = req.stream
+	return true
+}
+
+// resolve finds the model's candidates and authorizes the caller: 404
+// when nothing serves it, 403 when the caller may not use its first
+// candidate, 501 when that candidate's provider type cannot serve the
+// route. Candidates the caller may not use are dropped.
+func (c *call) resolve() bool {
+	target, e := c.g.resolveModel(c.user, c.req.model)
+	if e != nil {
+		c.reject(e)
+		return false
+	}
+	c.target = target
+	first := target.candidates[0]
+	c.rec.provider, c.rec.model = first.provider.name, first.model
+	if backendFor(first.provider.kind).ops[c.route.op] == nil {
+		c.reject(errNotSupported(first.provider, c.route))
+		return false
+	}
+	return true
+}
+
+// limit counts the request and checks the caller's limits (429/503), and
+// a cost budget's need for a price (402). Only priced routes need one.
+func (c *call) limit() bool {
+	priced := ""
+	if c.route.priced {
+		priced = c.target.model
+	}
+	if e := c.g.admit(c.r, c.user, c.target.provider.name, priced); e != nil {
+		c.reject(e)
+		return false
+	}
+	return true
+}
+
+// resolveModel routes a client model id (alias, "provider/model" or
+// bare): 404 when nothing serves it, 403 when the caller's grants may not
+// use its first candidate. The candidates the caller may not use are
+// removed, so no later stage can reach them.
+func (g *Gateway) resolveModel(user *userRuntime, id string) (modelRoute, *apiError) {
+	target, e := g.models().route(id)
+	if e != nil {
+		return modelRoute{}, e
+	}
+	if !user.canUseRoute(target) {
+		return modelRoute{}, newError(http.StatusForbidden, "permission_error", "model_not_allowed",
+			"model \""+id+"\" is not available to your group")
+	}
+	allowed := make([]candidate, 0, len(target.candidates))
+	for i := 0; i < len(target.candidates); i++ {
+		cand := target.candidates[i]
+		if i == 0 || user.canUseRoute(modelRoute{provider: cand.provider, model: cand.model, alias: target.alias}) {
+			allowed = append(allowed, cand)
+		}
+	}
+	target.candidates = allowed
+	return target, nil
+}
+
+// reject ends the request with the gateway's own refusal (written
+// through the route's format, not logged as a failure).
+func (c *call) reject(e *apiError) {
+	c.rec.wroteHeader(e.status)
+	c.rec.noteError(e)
+	c.format.writeError(c.w, e)
+}
+
+// fail logs an upstream-side failure and writes it, unless the client
+// already went away.
+func (c *call) fail(e *apiError) {
+	if e.status == 499 {
+		c.rec.noteError(e)
+		c.g.log.infof("client closed the request: %s %s", c.r.Method, c.r.URL.Path)
+		return
+	}
+	c.g.log.errorf("%s %s: %s", c.r.Method, c.r.URL.Path, e.Error())
+	c.reject(e)
+}
+
+// translateContext builds the response translators' context.
+func (c *call) translateContext(upstreamModel string) translateContext {
+	return translateContext{
+		requestedModel: c.req.model,
+		upstreamModel:  upstreamModel,
+		created:        time.Now().Unix(),
+		includeUsage:   c.req.includeUsage,
+		idFallback:     c.format.idPrefix + randomHex(12),
+	}
+}
+
+func errNotSupported(p *providerRuntime, rt *route) *apiError {
+	return newError(http.StatusNotImplemented, "invalid_request_error", "provider_not_supported",
+		"provider \""+p.name+"\" is of type "+p.kind+", which has no "+rt.path+" endpoint")
+}
+
+// randomHex returns n random bytes hex-encoded (ids for responses the
+// gateway builds itself).
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

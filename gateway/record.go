@@ -1,0 +1,131 @@
+package gateway
+
+import (
+	"context"
+	"time"
+)
+
+// requestRecord is what happened to one metered request, filled in by
+// the stages as they run and emitted once, when the request ends, to the
+// gateway's record hook (metrics, admin statistics and the events feed
+// read it; today only tests do).
+type requestRecord struct {
+	route  string   // the route's name: "chat/completions", "embeddings", …, "passthrough"
+	format string   // the inbound wire format: "openai"
+	user   string   // "" when the caller was not identified
+	groups []string // the user's member groups, primary first
+	// requestedModel is the model string the client sent ("" when none
+	// was read).
+	requestedModel string
+	// provider and model are the candidate that served the request (or,
+	// when none answered, the last one tried or the first resolved); ""
+	// when the request ended before resolution.
+	provider string
+	model    string
+	stream   bool // the client asked for a stream
+	// statusCode is the HTTP status the client got; 499 when the client
+	// went away before an answer was written.
+	statusCode int
+	// errorCode is "" for a clean success, else the error's code
+	// ("model_not_found", "rate_limit_exceeded", "upstream_timeout",
+	// "upstream_stream_truncated", "client_closed_request", …) — also
+	// when the failure came after a 200 (a cut stream).
+	errorCode string
+	// errorClass is the upstream failure class ("connect", "stall",
+	// "server", "truncated", …; see failures.go), "" for the gateway's
+	// own refusals and for successes.
+	errorClass string
+	attempts   int // upstream attempts, retries included (0: none made)
+	start      time.Time
+	// firstByte is when the first response byte went to the client (for
+	// passthrough: when the upstream's headers arrived); zero if never.
+	firstByte time.Time
+	latency   time.Duration
+	usage     usage  // as accounted (reported, estimated, or none)
+	cache     string // "hit", "miss", or "" when the request was not cacheable
+}
+
+// ttfb is the time to the first response byte (0 when none was sent).
+func (r *requestRecord) ttfb() time.Duration {
+	if r.firstByte.IsZero() {
+		return 0
+	}
+	return r.firstByte.Sub(r.start)
+}
+
+// noteError records e as the request's error: the first error wins, and
+// the status is the one the client saw (a stream's 200 stays).
+func (r *requestRecord) noteError(e *apiError) {
+	if r.errorCode == "" {
+		r.errorCode = e.code
+		if e.class != failNone {
+			r.errorClass = e.policy().name
+		}
+	}
+	if r.statusCode == 0 {
+		r.statusCode = e.status
+	}
+}
+
+// wroteHeader notes the first write to the client: its time and the
+// status the client got.
+func (r *requestRecord) wroteHeader(status int) {
+	if r.firstByte.IsZero() {
+		r.firstByte = time.Now()
+	}
+	if r.statusCode == 0 {
+		r.statusCode = status
+	}
+}
+
+// account is the account stage: the one place usage is settled. A
+// priced route's successful answer read whole without reported usage is
+// estimated (ceil(request bytes / 4) prompt tokens); a stream without
+// usage counts no tokens; unpriced routes (media) are request-counted
+// only. The tokens and cost go to every scope of the request in one
+// store round trip, and a cacheable answer is saved.
+func (c *call) account(out *outcome) {
+	if c.rec.statusCode == 0 {
+		c.rec.statusCode = out.status
+	}
+	u := out.usage
+	switch {
+	case !c.route.priced:
+		u = usage{}
+	case !u.reported && !out.streamed && out.err == nil && out.status >= 200 && out.status <= 299:
+		u = estimateUsage(out.requestBytes)
+	}
+	c.rec.usage = u
+	c.g.accountUsage(c.user, c.rec.provider, c.rec.model, u)
+	c.saveCached(out)
+}
+
+// finish is the record stage: it completes the request record and hands
+// it to the hook.
+func (c *call) finish() {
+	c.g.emitRecord(&c.rec)
+}
+
+func (g *Gateway) emitRecord(rec *requestRecord) {
+	rec.latency = time.Since(rec.start)
+	if g.recordHook != nil {
+		g.recordHook(rec)
+	}
+}
+
+// accountUsage adds u's tokens and cost to every scope of user.
+func (g *Gateway) accountUsage(user *userRuntime, provider, model string, u usage) {
+	if user == nil || len(user.scopes) == 0 || (u.promptTokens == 0 && u.completionTokens == 0) {
+		return
+	}
+	cost := g.costOf(provider, model, u)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	g.limiter.account(ctx, user.scopes, u, cost)
+}
+
+// estimateUsage is the fallback for an answer read whole without usage:
+// ceil(request bytes / 4) prompt tokens.
+func estimateUsage(requestBytes int) usage {
+	return usage{promptTokens: int64((requestBytes + 3) / 4), estimated: true}
+}

@@ -1,0 +1,302 @@
+package gateway
+
+import (
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// outcome is what the respond stage delivered: the account and record
+// stages read it.
+type outcome struct {
+	status      int
+	contentType string
+	// body is a whole answer as written (the cacheable form); nil for a
+	// streamed one.
+	body     []byte
+	streamed bool
+	usage    usage
+	// requestBytes is the size of the request the upstream got, for the
+	// usage estimate.
+	requestBytes int
+	// err is what ended the answer badly, when it did: an error written
+	// instead of the answer, or one written into a stream already under
+	// way.
+	err *apiError
+}
+
+// respond is the respond stage: it delivers the upstream's answer to the
+// client through the route's wire format — a whole body, an event
+// stream event by event (relayed, or translated to hub payloads and
+// framed), or binary bytes as they arrive — and reports what it
+// delivered.
+func (c *call) respond(x *exchange, o *outbound) *outcome {
+	c.rec.provider, c.rec.model = o.provider.name, o.model
+	switch {
+	case o.binary:
+		return c.relayBinary(x, o)
+	case !o.stream:
+		return c.respondWhole(x, o, x.data)
+	case !isEventStream(x.resp.Header):
+		if o.translator != nil {
+			return c.failed(errBadUpstreamResponse(o.provider.name, "answered a streaming request without an event stream"))
+		}
+		// An upstream may answer a stream request with a plain JSON body;
+		// it is relayed whole.
+		data, tooBig, err := readCapped(x.body, maxUpstreamResponseBytes)
+		if err != nil {
+			return c.failed(exchangeFailure(o.provider.name, x.wd, c.r.Context(), err))
+		}
+		if tooBig {
+			return c.failed(errUpstreamTooLarge(o.provider.name))
+		}
+		return c.respondWhole(x, o, data)
+	case o.translator != nil:
+		return c.relayTranslated(x, o, o.translator())
+	}
+	return c.relayEvents(x, o)
+}
+
+// failed writes e in place of the answer.
+func (c *call) failed(e *apiError) *outcome {
+	c.fail(e)
+	return &outcome{status: e.status, err: e}
+}
+
+// respondWhole writes a whole answer: decoded to the hub shape when the
+// backend translates, else the upstream's body with its relayed headers
+// and status.
+func (c *call) respondWhole(x *exchange, o *outbound, data []byte) *outcome {
+	out := &outcome{status: x.resp.StatusCode, contentType: x.resp.Header.Get("Content-Type"), body: data, requestBytes: len(c.req.raw)}
+	if o.decode != nil {
+		body, u, e := o.decode(data)
+		if e != nil {
+			return c.failed(attributed(o.provider, e))
+		}
+		out.status, out.contentType, out.body, out.usage = http.StatusOK, "application/json", body, u
+	} else {
+		usageFromJSON(data, &out.usage)
+		copyResponseHeaders(c.w.Header(), x.resp.Header)
+	}
+	c.rec.wroteHeader(out.status)
+	writeJSONResponse(c.w, out.status, out.body)
+	return out
+}
+
+// startStream sends an event stream's headers at once, so the client
+// sees the response start before the first token.
+func (c *call) startStream(status int) {
+	h := c.w.Header()
+	if h.Get("Content-Type") == "" {
+		h.Set("Content-Type", "text/event-stream")
+	}
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	h.Del("Content-Length")
+	c.rec.wroteHeader(status)
+	c.w.WriteHeader(status)
+	if f, ok := c.w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// streamWriter writes stream bytes to the client and flushes after each
+// write. It writes to the writer the host handed the gateway: its Flush
+// is what pushes bytes out (a wrapper would buffer under Yaegi).
+type streamWriter struct {
+	w       http.ResponseWriter
+	flusher http.Flusher
+	buf     []byte
+}
+
+func newStreamWriter(w http.ResponseWriter) *streamWriter {
+	f, _ := w.(http.Flusher)
+	return &streamWriter{w: w, flusher: f}
+}
+
+func (s *streamWriter) write(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	_, _ = s.w.Write(b)
+	if s.flusher != nil {
+		s.flusher.Flush()
+	}
+}
+
+// relayEvents relays an upstream event stream in the client's own wire
+// shape, verbatim and event by event (relaySSE), and, when it does not
+// end cleanly (read error, stall, size cap, no terminator), appends the
+// format's mid-stream error so the client can tell a cut stream from a
+// finished one.
+func (c *call) relayEvents(x *exchange, o *outbound) *outcome {
+	p := o.provider
+	copyResponseHeaders(c.w.Header(), x.resp.Header)
+	c.startStream(x.resp.StatusCode)
+	out := &outcome{status: x.resp.StatusCode, streamed: true}
+	res := relaySSE(c.w, x.body, maxUpstreamResponseBytes, c.format.isStreamEnd, func(ev sseEvent) {
+		usageFromJSON(ev.data, &out.usage)
+	})
+	if c.r.Context().Err() != nil {
+		c.clientLeft(out, p, res.events)
+		return out
+	}
+	var e *apiError
+	switch {
+	case res.err != nil:
+		e = streamReadFailure(p.name, x.wd, c.r.Context(), res.err)
+	case res.partial:
+		e = streamReadFailure(p.name, x.wd, c.r.Context(), io.EOF)
+	case !res.sawEnd:
+		e = errStreamTruncated(p.name, "ended without "+c.format.streamEndName)
+	}
+	c.endStream(newStreamWriter(c.w), out, e, res.events)
+	return out
+}
+
+// relayTranslated relays an upstream event stream of another wire shape:
+// one upstream event in, its hub payloads out, framed by the client's
+// format and flushed.
+func (c *call) relayTranslated(x *exchange, o *outbound, st streamTranslator) *outcome {
+	p := o.provider
+	c.startStream(http.StatusOK)
+	out := &outcome{status: http.StatusOK, streamed: true}
+	sw := newStreamWriter(c.w)
+	rd := newSSEReader(x.body, maxUpstreamResponseBytes)
+	var payloads []streamPayload
+	events := 0
+	var e *apiError
+	for {
+		ev, err := rd.next()
+		if err != nil {
+			if c.r.Context().Err() != nil {
+				out.usage = st.usage()
+				c.clientLeft(out, p, events)
+				return out
+			}
+			if err == io.EOF && !rd.partial {
+				payloads, e = st.finish(payloads[:0])
+				sw.buf = c.format.framePayloads(sw.buf[:0], payloads)
+				if e = attributed(p, e); e == nil {
+					sw.buf = append(sw.buf, c.format.streamEnd...)
+				}
+				sw.write(sw.buf)
+			} else {
+				e = streamReadFailure(p.name, x.wd, c.r.Context(), err)
+			}
+			break
+		}
+		events++
+		payloads, e = st.event(ev, payloads[:0])
+		sw.buf = c.format.framePayloads(sw.buf[:0], payloads)
+		sw.write(sw.buf)
+		if e != nil {
+			e = attributed(p, e)
+			break
+		}
+	}
+	out.usage = st.usage()
+	if e != nil {
+		c.endStream(sw, out, e, events)
+	}
+	return out
+}
+
+// endStream closes a stream that is still open towards the client: on a
+// clean end nothing is left to write (a relayed stream carried its own
+// terminator); on a failure the format's mid-stream error is written.
+func (c *call) endStream(sw *streamWriter, out *outcome, e *apiError, events int) {
+	if e == nil {
+		return
+	}
+	out.err = e
+	c.rec.noteError(e)
+	c.g.log.errorf("%s (after %d events)", e.Error(), events)
+	sw.buf = c.format.streamError(sw.buf[:0], e)
+	sw.write(sw.buf)
+}
+
+// clientLeft notes a stream the client abandoned.
+func (c *call) clientLeft(out *outcome, p *providerRuntime, events int) {
+	e := upstreamFailure(failClientCancel, "client closed the request", nil)
+	out.err = e
+	c.rec.noteError(e)
+	c.g.log.infof("client closed the stream from provider %q after %d events", p.name, events)
+}
+
+// relayBinary streams a binary answer (audio/speech) to the client as it
+// arrives. A response over the size cap, or one cut by the upstream,
+// aborts the client connection: there is no in-band way to signal it.
+func (c *call) relayBinary(x *exchange, o *outbound) *outcome {
+	p := o.provider
+	if x.resp.ContentLength > maxUpstreamResponseBytes {
+		return c.failed(errUpstreamTooLarge(p.name))
+	}
+	h := c.w.Header()
+	if ct := x.resp.Header.Get("Content-Type"); ct != "" {
+		h.Set("Content-Type", ct)
+	}
+	if x.resp.ContentLength >= 0 {
+		h.Set("Content-Length", strconv.FormatInt(x.resp.ContentLength, 10))
+	}
+	out := &outcome{status: x.resp.StatusCode, streamed: true}
+	c.rec.wroteHeader(x.resp.StatusCode)
+	c.w.WriteHeader(x.resp.StatusCode)
+	flusher, _ := c.w.(http.Flusher)
+	buf := make([]byte, 32<<10)
+	var total int64
+	for {
+		n, err := x.body.Read(buf)
+		if n > 0 {
+			total += int64(n)
+			if total > maxUpstreamResponseBytes {
+				c.abort(out, errUpstreamTooLarge(p.name))
+			}
+			if _, werr := c.w.Write(buf[:n]); werr != nil {
+				return out
+			}
+			if flusher != nil {
+				flusher.Flush()
+			}
+		}
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			if c.r.Context().Err() != nil {
+				c.clientLeft(out, p, 0)
+				return out
+			}
+			c.abort(out, streamReadFailure(p.name, x.wd, c.r.Context(), err))
+		}
+	}
+}
+
+// abort ends a binary answer whose headers are out: the record and the
+// account stage still run (the deferred finish, and the request counted
+// as made), then the connection is cut.
+func (c *call) abort(out *outcome, e *apiError) {
+	out.err = e
+	c.rec.noteError(e)
+	c.g.log.errorf("%s: aborting the binary stream", e.Error())
+	c.account(out)
+	panic(http.ErrAbortHandler)
+}
+
+// relayedResponseHeaders are the upstream headers a relayed answer
+// passes on; everything else (cookies, provider account headers) stays
+// behind.
+var relayedResponseHeaders = []string{"Content-Type", "X-Request-Id", "Openai-Processing-Ms", "Openai-Version"}
+
+func copyResponseHeaders(dst, src http.Header) {
+	for i := 0; i < len(relayedResponseHeaders); i++ {
+		if v := src.Get(relayedResponseHeaders[i]); v != "" {
+			dst.Set(relayedResponseHeaders[i], v)
+		}
+	}
+}
+
+func isEventStream(h http.Header) bool {
+	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(h.Get("Content-Type"))), "text/event-stream")
+}

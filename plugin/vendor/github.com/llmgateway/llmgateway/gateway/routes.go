@@ -1,0 +1,114 @@
+package gateway
+
+import (
+	"net/http"
+	"strings"
+)
+
+// operation is what a metered route asks a backend to do; each provider
+// type's capability table (backends.go) has one row per operation.
+type operation int
+
+const (
+	opChat operation = iota
+	opEmbeddings
+	opImages
+	opSpeech
+	opTranscriptions
+	operationCount
+)
+
+// bodyKind says how a metered route's request body is read.
+type bodyKind int
+
+const (
+	bodyJSON      bodyKind = iota // a JSON object with a top-level "model"
+	bodyMultipart                 // multipart/form-data with a "model" field
+)
+
+// route is one row of the route table: everything that distinguishes one
+// metered route from another. The stages are shared (pipeline.go).
+type route struct {
+	path   string // the client-facing path; also the openai upstream path
+	method string
+	format *wireFormat
+	op     operation
+	name   string // the accounting and request-record name
+	body   bodyKind
+	// maxBodyBytes caps the request body (413 over it).
+	maxBodyBytes int64
+	// cacheable: a non-streaming answer may be served from and saved to
+	// the response cache.
+	cacheable bool
+	// priced: tokens and cost are accounted (and a cost budget needs the
+	// model's price). Unpriced routes are request-counted only.
+	priced bool
+}
+
+const maxMediaRequestBytes = 10 << 20
+
+// routeTable lists the metered routes. /v1/models, native passthrough
+// (/{provider}/...) and unmatched paths are dispatched by ServeHTTP after
+// it, in that order.
+var routeTable = []*route{
+	{path: "/v1/chat/completions", method: http.MethodPost, format: openAIFormat, op: opChat, name: "chat/completions",
+		body: bodyJSON, maxBodyBytes: maxUnifiedRequestBytes, cacheable: true, priced: true},
+	{path: "/v1/embeddings", method: http.MethodPost, format: openAIFormat, op: opEmbeddings, name: "embeddings",
+		body: bodyJSON, maxBodyBytes: maxUnifiedRequestBytes, cacheable: true, priced: true},
+	{path: "/v1/images/generations", method: http.MethodPost, format: openAIFormat, op: opImages, name: "images",
+		body: bodyJSON, maxBodyBytes: maxMediaRequestBytes},
+	{path: "/v1/audio/speech", method: http.MethodPost, format: openAIFormat, op: opSpeech, name: "audio/speech",
+		body: bodyJSON, maxBodyBytes: maxMediaRequestBytes},
+	{path: "/v1/audio/transcriptions", method: http.MethodPost, format: openAIFormat, op: opTranscriptions, name: "audio/transcriptions",
+		body: bodyMultipart, maxBodyBytes: maxMediaRequestBytes},
+}
+
+// passthroughRoute is the accounting row of native passthrough: any
+// method, the body forwarded untouched, errors in the OpenAI envelope.
+var passthroughRoute = &route{path: "/{provider}/", format: openAIFormat, name: "passthrough",
+	maxBodyBytes: maxPassthroughRequestBytes, priced: true}
+
+// defaultFormat answers what matches no route and the model listing.
+var defaultFormat = openAIFormat
+
+// routesByPath indexes routeTable (built once; routes never change).
+var routesByPath = indexRoutes(routeTable)
+
+func indexRoutes(table []*route) map[string]*route {
+	m := make(map[string]*route, len(table))
+	for i := 0; i < len(table); i++ {
+		m[table[i].path] = table[i]
+	}
+	return m
+}
+
+// ServeHTTP dispatches by path: a metered route from the table, the model
+// listing, native passthrough to a configured provider, and then either
+// the wrapped next handler (passthroughUnknown) or a 404. Every gateway
+// route authenticates on its own; a request matching no route never
+// reaches authentication.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	g.discovery.maybeRefresh()
+	p := r.URL.Path
+	if rt := routesByPath[p]; rt != nil {
+		g.serveMetered(w, r, rt)
+		return
+	}
+	if p == "/v1/models" || strings.HasPrefix(p, "/v1/models/") {
+		g.serveModels(w, r)
+		return
+	}
+	if provider, rest, ok := g.passthroughTarget(p); ok {
+		g.servePassthrough(w, r, provider, rest)
+		return
+	}
+	if g.cfg.passthroughUnknown {
+		g.next.ServeHTTP(w, r)
+		return
+	}
+	notFound(w, r)
+}
+
+func notFound(w http.ResponseWriter, r *http.Request) {
+	defaultFormat.writeError(w, errRouteNotFound(r.Method, r.URL.Path))
+}
