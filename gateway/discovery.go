@@ -19,6 +19,10 @@ const (
 // warm fill (a variable only so tests can shorten it).
 var warmFillRetryDelay = 10 * time.Second
 
+// afterFunc schedules the cold-start retry (time.AfterFunc; a variable
+// only so tests can hold the retry and run it when they choose).
+var afterFunc = func(d time.Duration, f func()) *time.Timer { return time.AfterFunc(d, f) }
+
 // discoveryState is one discovering provider's mutable state.
 type discoveryState struct {
 	provider *providerRuntime
@@ -116,7 +120,7 @@ func (d *discoverer) scheduleRetry(s *discoveryState) {
 	if d.ctx.Err() != nil {
 		return
 	}
-	d.timers = append(d.timers, time.AfterFunc(d.retryDelay, func() {
+	d.timers = append(d.timers, afterFunc(d.retryDelay, func() {
 		defer func() { _ = recover() }()
 		s.mu.Lock()
 		skip := s.refreshing || s.completed != completedAtFailure

@@ -232,14 +232,23 @@ func TestDiscoveryColdStartRetry(t *testing.T) {
 	}
 }
 
+// A retry that fires after Close (its timer raced the Stop) makes no
+// listing call: the scheduler is held so the test runs the retry itself.
 func TestDiscoveryNoRetryAfterClose(t *testing.T) {
-	defer func(d time.Duration) { warmFillRetryDelay = d }(warmFillRetryDelay)
-	warmFillRetryDelay = 30 * time.Millisecond
+	defer func(f func(time.Duration, func()) *time.Timer) { afterFunc = f }(afterFunc)
+	var retry func()
+	afterFunc = func(_ time.Duration, f func()) *time.Timer {
+		retry = f
+		return time.NewTimer(time.Hour)
+	}
 	l := newListingServer(t)
 	l.set(500)
 	g, _, _ := discoveryGateway(t, l, "", nil)
+	if retry == nil {
+		t.Fatal("a failed warm fill scheduled no retry")
+	}
 	_ = g.Close()
-	time.Sleep(100 * time.Millisecond)
+	retry()
 	if l.callCount() != 1 {
 		t.Fatalf("listing called %d times after Close, want only the warm fill", l.callCount())
 	}

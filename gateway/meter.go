@@ -6,14 +6,6 @@ import (
 
 // Metering: where the routes meet limits and accounting.
 
-// userScopesOf is the user's limit scopes (nil for no user).
-func userScopesOf(u *userRuntime) []limitScope {
-	if u == nil {
-		return nil
-	}
-	return u.scopes
-}
-
 // admit counts the request in its scopes and refuses it when a limit is
 // exhausted (429), the store is down and failOpen is off (503), or the
 // model has no known price while the caller has a cost budget (402).

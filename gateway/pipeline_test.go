@@ -58,8 +58,10 @@ func TestBodyAdmission(t *testing.T) {
 
 func TestBodyAdmissionNotHeldDuringUpstreamCall(t *testing.T) {
 	release := make(chan struct{})
+	arrived := make(chan struct{})
 	up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-		if strings.Contains(r.Header.Get("X-Test"), "slow") {
+		if body, _ := io.ReadAll(r.Body); strings.Contains(string(body), "slow") {
+			close(arrived)
 			<-release
 		}
 		okJSON(chatOK)(w, r)
@@ -67,9 +69,9 @@ func TestBodyAdmissionNotHeldDuringUpstreamCall(t *testing.T) {
 	srv, _, _ := pipelineGateway(t, up.URL, `"maxInFlightBodyRequests": 1,`)
 	done := make(chan int, 1)
 	go func() {
-		req, _ := http.NewRequest("POST", srv.URL+"/v1/chat/completions", strings.NewReader(chatReq))
+		slow := `{"model":"m1","messages":[{"role":"user","content":"slow"}]}`
+		req, _ := http.NewRequest("POST", srv.URL+"/v1/chat/completions", strings.NewReader(slow))
 		req.Header.Set("Authorization", "Bearer "+testAliceKey)
-		req.Header.Set("X-Test", "slow")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			done <- 0
@@ -78,8 +80,10 @@ func TestBodyAdmissionNotHeldDuringUpstreamCall(t *testing.T) {
 		resp.Body.Close()
 		done <- resp.StatusCode
 	}()
-	for up.count() == 0 {
-		time.Sleep(5 * time.Millisecond)
+	select {
+	case <-arrived:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the slow request never reached the upstream")
 	}
 	// The slow request is now waiting on its upstream, not on a body.
 	if status, _, body := do(t, "POST", srv.URL+"/v1/chat/completions", testAliceKey, chatReq); status != 200 {

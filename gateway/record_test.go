@@ -55,7 +55,7 @@ func checkRecord(t *testing.T, got, want requestRecord) {
 	if got.latency <= 0 || got.start.IsZero() {
 		t.Fatalf("record timing: latency %v start %v", got.latency, got.start)
 	}
-	if ttfb := got.ttfb(); ttfb < 0 || ttfb > got.latency || (want.statusCode != 499 && ttfb == 0) {
+	if ttfb := got.ttfb; ttfb < 0 || ttfb > got.latency || (want.statusCode != 499 && ttfb == 0) {
 		t.Fatalf("record ttfb %v with latency %v", ttfb, got.latency)
 	}
 }

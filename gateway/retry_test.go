@@ -13,16 +13,21 @@ import (
 	"time"
 )
 
-// pipelineGateway builds a gateway around one openai provider "mock" at
-// upstreamURL with extra top-level config, and records usage.
-func pipelineGateway(t *testing.T, upstreamURL, extra string) (*httptest.Server, *usageLog, *syncBuffer) {
-	t.Helper()
-	cfg := `{` + extra + `
+// pipelineConfig is one openai provider "mock" at upstreamURL (models
+// m1, o3-mini, tts-1, dall-e-3, whisper-1) with extra top-level config,
+// and alice in group all.
+func pipelineConfig(upstreamURL, extra string) string {
+	return `{` + extra + `
   "providers": {"mock": {"type": "openai", "baseUrl": "` + upstreamURL + `", "apiKey": "` + testProviderKey + `", "models": ["m1", "o3-mini", "tts-1", "dall-e-3", "whisper-1"]}},
   "groups": {"all": {}},
   "users": {"inline": [{"name": "alice", "group": "all", "apiKey": "` + testAliceKey + `"}]}
 }`
-	return serveWithUsage(t, cfg)
+}
+
+// pipelineGateway serves pipelineConfig and records usage.
+func pipelineGateway(t *testing.T, upstreamURL, extra string) (*httptest.Server, *usageLog, *syncBuffer) {
+	t.Helper()
+	return serveWithUsage(t, pipelineConfig(upstreamURL, extra))
 }
 
 // usageLog collects the request records of requests that reached an
@@ -208,8 +213,15 @@ func TestRetryNeverRetriesAStall(t *testing.T) {
 }
 
 func TestRetryWaitAbortedByClientCancel(t *testing.T) {
-	up := scriptedUpstream(t, statusReply(429, "30"))
-	srv, _, _ := pipelineGateway(t, up.URL, retryExtra(1))
+	arrived := make(chan struct{}, 4)
+	up := scriptedUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		statusReply(429, "30")(w, r)
+	})
+	ended := make(chan requestRecord, 1)
+	_, srv, _ := serveTestGateway(t, pipelineConfig(up.URL, retryExtra(1)), nil, func(g *Gateway) {
+		g.recordHook = func(r *requestRecord) { ended <- *r }
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/chat/completions", strings.NewReader(chatReq))
 	req.Header.Set("Authorization", "Bearer "+testAliceKey)
@@ -221,17 +233,19 @@ func TestRetryWaitAbortedByClientCancel(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	for up.count() == 0 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	<-arrived
 	cancel()
 	<-done
-	// The gateway must not make the second attempt after the client left:
-	// give a wrongly continuing wait no chance to hide behind the
-	// 30 s Retry-After by checking the attempt count only.
-	time.Sleep(50 * time.Millisecond)
-	if up.count() != 1 {
-		t.Fatalf("upstream calls = %d after cancel, want 1", up.count())
+	// The request's record is emitted when its handler returns: from then
+	// on no second attempt can be made, so the count is final.
+	var rec requestRecord
+	select {
+	case rec = <-ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the request did not end after the client cancelled its retry wait")
+	}
+	if up.count() != 1 || rec.attempts != 1 || rec.errorCode != "client_closed_request" {
+		t.Fatalf("upstream calls = %d, record %+v after cancel; want 1 attempt, client_closed_request", up.count(), rec)
 	}
 }
 

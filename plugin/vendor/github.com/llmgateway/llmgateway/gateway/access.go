@@ -68,28 +68,6 @@ func (u *userRuntime) passthroughGrants(provider, rest string) []*grant {
 	return out
 }
 
-// canReachMCPServer reports whether the user may see and call the named
-// MCP server: the union of the member groups' mcpServers lists, where
-// any member group with an empty list allows every server.
-func (u *userRuntime) canReachMCPServer(name string) bool {
-	for i := 0; i < len(u.grants); i++ {
-		if !u.grants[i].personal && matchesAny(u.grants[i].mcpServers, name) {
-			return true
-		}
-	}
-	return false
-}
-
-// canReachAgent is canReachMCPServer for A2A agents.
-func (u *userRuntime) canReachAgent(name string) bool {
-	for i := 0; i < len(u.grants); i++ {
-		if !u.grants[i].personal && matchesAny(u.grants[i].agents, name) {
-			return true
-		}
-	}
-	return false
-}
-
 // matchesAny is true for an empty pattern list (allow all) or when some
 // pattern matches value.
 func matchesAny(patterns []string, value string) bool {

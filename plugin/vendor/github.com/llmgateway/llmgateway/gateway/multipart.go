@@ -56,7 +56,7 @@ type multipartForm struct {
 // The body is split twice, once by mime/multipart and once by a raw
 // scanner over the boundary delimiters, and refused unless both agree
 // part for part; rewriteMultipartModel relies on that.
-func transcriptionModel(contentType string, body []byte) (model string, e *apiError) {
+func transcriptionModel(contentType string, body []byte) (string, *apiError) {
 	form, e := parseMultipartForm(contentType, body)
 	if e != nil {
 		return "", e
@@ -75,20 +75,20 @@ func transcriptionModel(contentType string, body []byte) (model string, e *apiEr
 // Callers replay the original body unchanged when the client's model
 // already equals the upstream model id; this is only for the case where
 // it does not.
-func rewriteMultipartModel(contentType string, body []byte, model string) (out []byte, outContentType string, e *apiError) {
+func rewriteMultipartModel(contentType string, body []byte, model string) ([]byte, string, *apiError) {
 	form, e := parseMultipartForm(contentType, body)
 	if e != nil {
 		return nil, "", e
 	}
 	boundary, err := newMultipartBoundary(body, model)
 	if err != nil {
-		e = newError(http.StatusInternalServerError, "server_error", "internal_error",
+		e := newError(http.StatusInternalServerError, "server_error", "internal_error",
 			"could not build the multipart request body")
 		e.cause = err
 		return nil, "", e
 	}
 	size := len(body) + len(model) + (len(form.parts)+1)*(len(boundary)+8)
-	out = make([]byte, 0, size)
+	out := make([]byte, 0, size)
 	for i := 0; i < len(form.parts); i++ {
 		p := form.parts[i]
 		out = append(out, "--"...)

@@ -37,20 +37,15 @@ type requestRecord struct {
 	errorClass string
 	attempts   int // upstream attempts, retries included (0: none made)
 	start      time.Time
-	// firstByte is when the first response byte went to the client (for
-	// passthrough: when the upstream's headers arrived); zero if never.
+	// firstByte is when the response headers went to the client (for
+	// passthrough: when the upstream's arrived); zero if never. ttfb is
+	// the time from start to it (0 if never), set when the record is
+	// emitted, with latency.
 	firstByte time.Time
+	ttfb      time.Duration
 	latency   time.Duration
 	usage     usage  // as accounted (reported, estimated, or none)
 	cache     string // "hit", "miss", or "" when the request was not cacheable
-}
-
-// ttfb is the time to the first response byte (0 when none was sent).
-func (r *requestRecord) ttfb() time.Duration {
-	if r.firstByte.IsZero() {
-		return 0
-	}
-	return r.firstByte.Sub(r.start)
 }
 
 // noteError records e as the request's error: the first error wins, and
@@ -108,6 +103,9 @@ func (c *call) finish() {
 
 func (g *Gateway) emitRecord(rec *requestRecord) {
 	rec.latency = time.Since(rec.start)
+	if !rec.firstByte.IsZero() {
+		rec.ttfb = rec.firstByte.Sub(rec.start)
+	}
 	if g.recordHook != nil {
 		g.recordHook(rec)
 	}
