@@ -2,8 +2,8 @@ package gateway
 
 // Config is the gateway's whole configuration: the plugin's dynamic
 // configuration block and, hoisted to the top level, the binary's config
-// file. JSON keys are the spec's exact names. A key this build does not
-// implement yet is refused by both decoders (DecodeConfigJSON and
+// file. JSON keys are the names the README's configuration table lists. A
+// key this build does not implement yet is refused by both decoders (DecodeConfigJSON and
 // ConfigFromMap), never accepted and ignored.
 //
 // Config is validated and compiled once by New; requests only read the

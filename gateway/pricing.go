@@ -16,8 +16,8 @@ import (
 //
 //  1. a modelMeta entry with free: true ("provider/model", then bare):
 //     a known zero that wins outright, over pricing overrides too (the
-//     spec's Model metadata section: "free: true (0, wins outright) →
-//     pricing overrides → the built-in table"). Every other modelMeta
+//     README's model metadata rule: free first, then pricing overrides,
+//     then the built-in tables). Every other modelMeta
 //     field is display-only and never read here; a ":free" id suffix is
 //     display-only as well and does not make a model priced;
 //  2. a configured pricing override, "provider/model" then bare;
@@ -64,8 +64,7 @@ const (
 	maxUnpricedNameBytes = 256
 )
 
-// curatedPricing is the curated built-in price table (the spec's
-// builtinPricing), keyed by the upstream's bare model id (a
+// curatedPricing is the curated built-in price table, keyed by the upstream's bare model id (a
 // "provider/model" key would also be honored). It wins over the generated
 // table.
 //

@@ -92,13 +92,15 @@ func usageFromJSON(data []byte, u *usage) {
 const maxSniffedJSONBytes = 8 << 20
 
 // usageSniffer reads usage from a passthrough response as it flows to
-// the client, without delaying or altering a byte: SSE data lines are
-// inspected one at a time, a JSON body is kept (up to a bound) and parsed
-// at its end. finish runs once, at EOF or Close.
+// the client, without delaying or altering a byte: an event stream is fed
+// to the SSE parser and each event's data inspected as it completes; a
+// JSON body is kept (up to a bound) and parsed at its end. finish runs
+// once, at EOF or Close.
 type usageSniffer struct {
 	rc       io.ReadCloser
 	sse      bool
-	buf      []byte // JSON body so far, or the SSE line in progress
+	events   sseParser // the event in progress (event streams)
+	buf      []byte    // the JSON body so far
 	over     bool
 	u        usage
 	finished bool
@@ -139,21 +141,17 @@ func (s *usageSniffer) feed(p []byte) {
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
-			if len(s.buf)+len(p) > maxSniffedJSONBytes {
-				s.buf = s.buf[:0] // an absurd line: skip it
+			if s.events.pending()+len(p) > maxSniffedJSONBytes {
+				s.events.take() // an absurd event: skip it
 				return
 			}
-			s.buf = append(s.buf, p...)
+			s.events.feed(p, false)
 			return
 		}
-		line := p[:i]
-		if len(s.buf) > 0 {
-			line = append(s.buf, line...)
+		if s.events.feed(p[:i+1], true) {
+			ev := s.events.take()
+			usageFromJSON(ev.data, &s.u)
 		}
-		if bytes.HasPrefix(line, []byte("data:")) {
-			usageFromJSON(bytes.TrimSpace(line[5:]), &s.u)
-		}
-		s.buf = s.buf[:0]
 		p = p[i+1:]
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Breaker states, as the admin API will name them.
+// Breaker states, by the names logs and state dumps use.
 const (
 	breakerClosed   = "closed"
 	breakerOpen     = "open"
@@ -87,7 +87,8 @@ func (b *discoveryBreaker) neutral() {
 	}
 }
 
-// compileBreaker validates BreakerConfig against the spec's bounds.
+// compileBreaker validates BreakerConfig against its documented bounds
+// (README configuration table).
 func compileBreaker(bc *BreakerConfig) (breakerSettings, error) {
 	s := breakerSettings{threshold: 3, open: time.Minute, maxOpen: 6 * time.Hour}
 	if bc == nil {

@@ -101,8 +101,9 @@ type progressReadCloser struct {
 
 func (p *progressReadCloser) Close() error { return p.c.Close() }
 
-// readCapped reads all of r, failing with errTooBig when it holds more
-// than limit bytes. It never returns a truncated body as success.
+// readCapped reads all of r; tooBig reports that r held more than limit
+// bytes (the data is then nil). It never returns a truncated body as
+// success.
 func readCapped(r io.Reader, limit int64) ([]byte, bool, error) {
 	data, err := io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil {
