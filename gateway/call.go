@@ -46,36 +46,64 @@ func (x *exchange) done() {
 	x.wd.stop()
 }
 
-// send is the call stage: it walks the request's candidates under one
-// request-wide attempt budget (the first try plus retry.attempts), each
-// candidate's outbound request prepared by its provider type's backend
-// once. A failure whose failure-table row allows retry is tried again on
-// the same candidate after the retry wait, before any byte reached the
-// client; every other failure ends the walk. With failover off only the
-// first candidate is ever used. A failed attempt's body is drained and
+// send is the call stage: it walks the request's candidates in order
+// under one request-wide attempt budget (the first try plus
+// retry.attempts, shared by every candidate), each candidate's outbound
+// request prepared by its provider type's backend. A failure whose
+// failure-table row allows retry is tried again on the same candidate
+// after the retry wait; one whose row allows failover moves on to the
+// next candidate; any other ends the walk. All of it happens before any
+// byte reached the client. With failover off (today) the walk holds the
+// first candidate only. A failed attempt's body is drained and
 // discarded, never parsed for usage.
 func (c *call) send() (*exchange, *outbound, *apiError) {
-	g := c.g
-	budget := 1 + g.cfg.retry.retries
-	cand := c.target.candidates[0]
-	o, e := backendFor(cand.provider.kind).ops[c.route.op](c, cand)
-	if e != nil {
-		return nil, nil, e
-	}
-	for attempt := 1; ; attempt++ {
-		c.rec.attempts = attempt
-		x, e := g.attempt(c.r, o)
+	cands := c.target.candidates[:1] // failover off: the first candidate only
+	budget := 1 + c.g.cfg.retry.retries
+	var last *apiError
+	var lastOut *outbound
+	for i := 0; i < len(cands) && c.rec.attempts < budget; i++ {
+		cand := cands[i]
+		o, e := backendFor(cand.provider.kind).ops[c.route.op](c, cand)
+		if e != nil {
+			// The request cannot be expressed for this provider type: the
+			// client's mistake, whichever candidate it meets.
+			return nil, nil, e
+		}
+		x, e := c.tryCandidate(o, budget)
 		if e == nil {
 			return x, o, nil
 		}
-		if !e.policy().retry || attempt >= budget || c.r.Context().Err() != nil {
-			return nil, o, e
+		last, lastOut = e, o
+		if !e.policy().failover || c.r.Context().Err() != nil {
+			break
 		}
-		wait := g.cfg.retry.retryWait(attempt, e.status, e.retryAfter)
-		g.log.infof("retrying provider %q in %s (retry %d of %d): %s", o.provider.name, wait, attempt, budget-1, e.Error())
-		if !sleepCtx(c.r.Context(), wait) {
-			return nil, o, exchangeFailure(o.provider.name, nil, c.r.Context(), c.r.Context().Err())
+	}
+	return nil, lastOut, last
+}
+
+// tryCandidate makes attempts on one candidate while the request's
+// attempt budget lasts and the failure table allows a retry.
+func (c *call) tryCandidate(o *outbound, budget int) (*exchange, *apiError) {
+	g := c.g
+	c.rec.provider, c.rec.model = o.provider.name, o.model
+	var last *apiError
+	for retry := 0; ; retry++ {
+		if retry > 0 {
+			wait := g.cfg.retry.retryWait(retry, last.status, last.retryAfter)
+			g.log.infof("retrying provider %q in %s (retry %d of %d): %s", o.provider.name, wait, retry, budget-1, last.Error())
+			if !sleepCtx(c.r.Context(), wait) {
+				return nil, exchangeFailure(o.provider.name, nil, c.r.Context(), c.r.Context().Err())
+			}
 		}
+		c.rec.attempts++
+		x, e := g.attempt(c.r, o)
+		if e == nil {
+			return x, nil
+		}
+		if !e.policy().retry || c.rec.attempts >= budget || c.r.Context().Err() != nil {
+			return nil, e
+		}
+		last = e
 	}
 }
 
