@@ -9,7 +9,7 @@ import (
 
 // MaxPoolSize is the largest RedisSettings.PoolSize: configuration
 // validation refuses more, and the client clamps to it.
-const MaxPoolSize = respMaxPool
+const MaxPoolSize = 256
 
 // RedisSettings says how to reach Redis: the validated redis block of
 // the configuration, with the password resolved.
@@ -52,8 +52,10 @@ func NewRedis(s RedisSettings) *Redis {
 // closed when its operation ends. Operations after Close fail at once.
 func (s *Redis) Close() { s.c.close() }
 
-// RoundTrips reports how many pipelined round trips the store has made
-// (one per Apply, GetBlob or SetBlob that had work to do).
+// RoundTrips reports how many pipelined round trips the store has
+// started: one per Apply, GetBlob or SetBlob with work to do, failed or
+// not (a resend on a fresh connection after a stale pooled one counts
+// once).
 func (s *Redis) RoundTrips() int64 { return s.c.roundTripCount() }
 
 // ttlSeconds rounds ttl up to whole seconds, at least 1.

@@ -23,9 +23,6 @@ const (
 	// respBufSize sizes each connection's reader and writer. A reply line
 	// (everything but a bulk payload) longer than this is a protocol error.
 	respBufSize = 16 << 10
-	// respMaxPool is the largest pool size (config validation refuses
-	// more; the client clamps defensively).
-	respMaxPool = 256
 
 	respDefaultIOTimeout   = 2 * time.Second
 	respDefaultDialTimeout = 2 * time.Second
@@ -90,14 +87,15 @@ func respAutoPoolSize() int {
 }
 
 // newRESPClient returns a client for cfg without connecting. poolSize 0
-// (or negative) self-tunes (respAutoPoolSize); above 256 is clamped.
+// (or negative) self-tunes (respAutoPoolSize); above MaxPoolSize is
+// clamped.
 // Zero timeouts default to 2s.
 func newRESPClient(cfg respConfig) *respClient {
 	if cfg.poolSize <= 0 {
 		cfg.poolSize = respAutoPoolSize()
 	}
-	if cfg.poolSize > respMaxPool {
-		cfg.poolSize = respMaxPool
+	if cfg.poolSize > MaxPoolSize {
+		cfg.poolSize = MaxPoolSize
 	}
 	if cfg.ioTimeout <= 0 {
 		cfg.ioTimeout = respDefaultIOTimeout
