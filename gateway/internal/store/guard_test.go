@@ -153,7 +153,8 @@ func TestGuardedSlowFailureCoolsDown(t *testing.T) {
 }
 
 // A probe whose caller goes away releases the probe slot, and a caller's
-// own cancellation never marks the store down.
+// own cancellation never marks the store down, however long the
+// operation took.
 func TestGuardedCallerCancellation(t *testing.T) {
 	inner := &scriptedStore{}
 	s, clock := guardedForTest(inner)
@@ -164,7 +165,9 @@ func TestGuardedCallerCancellation(t *testing.T) {
 	clock.Add(time.Second)
 	pctx, pcancel := context.WithCancel(ctx)
 	defer pcancel()
-	inner.onCall = pcancel // the caller goes away while the probe is in the store
+	// The caller goes away while the probe is in the store, after a
+	// while that would count as slow.
+	inner.onCall = func() { clock.Add(20 * time.Millisecond); pcancel() }
 	if _, _, err := s.Apply(pctx, nil, nil); err != context.Canceled {
 		t.Fatalf("cancelled probe: err = %v, want context.Canceled", err)
 	}
@@ -180,9 +183,11 @@ func TestGuardedCallerCancellation(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	inner.mode.Store(storeHangs)
+	inner.onCall = func() { clock.Add(20 * time.Millisecond) }
 	if _, _, err := s.Apply(cctx, nil, nil); err != context.Canceled {
 		t.Fatalf("already-cancelled caller: err = %v", err)
 	}
+	inner.onCall = nil
 	inner.mode.Store(storeOK)
 	if _, _, err := s.Apply(ctx, nil, nil); err != nil {
 		t.Fatalf("a caller's cancellation marked the store down: %v", err)
