@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"net"
@@ -8,6 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/store"
 )
 
 // BenchmarkLimiter measures one metered request's limiter work — the
@@ -24,24 +27,20 @@ import (
 // LLMGW_REQUIRE_REDIS=1.
 func BenchmarkLimiter(b *testing.B) {
 	b.Run("memory", func(b *testing.B) {
-		ms := newMemoryStore(nil)
+		ms := &countingStore{inner: newMemoryStore(nil)}
 		var logs bytes.Buffer
 		l := newLimiter(ms, nil, false, nil, newLogger("bench", &logs))
-		runLimiterBench(b, l, &logs, func() int64 {
-			ms.mu.Lock()
-			defer ms.mu.Unlock()
-			return int64(ms.ops)
-		})
+		runLimiterBench(b, l, &logs, func() int64 { return ms.calls.Load() })
 	})
 	b.Run("redis", func(b *testing.B) {
 		addr := benchRedisServer(b)
-		rs := &redisStore{c: newRESPClient(respConfig{address: addr})}
-		defer rs.close()
+		rs := store.NewRedis(store.RedisSettings{Address: addr})
+		defer rs.Close()
 		var logs bytes.Buffer
 		// failOpen off: a store error must fail the benchmark, never be
 		// absorbed by the in-process fallback.
 		l := newLimiter(rs, nil, false, nil, newLogger("bench", &logs))
-		runLimiterBench(b, l, &logs, func() int64 { return rs.c.roundTripCount() })
+		runLimiterBench(b, l, &logs, func() int64 { return rs.RoundTrips() })
 	})
 }
 
@@ -138,7 +137,7 @@ func benchRedisServer(b *testing.B) string {
 				continue
 			default:
 			}
-			if redisAnswers(addr) {
+			if benchRedisAnswers(addr) {
 				b.Cleanup(stop)
 				return addr
 			}
@@ -149,4 +148,19 @@ func benchRedisServer(b *testing.B) string {
 	log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
 	b.Fatalf("redis-server did not start:\n%s", log)
 	return ""
+}
+
+// benchRedisAnswers reports whether addr answers a PING.
+func benchRedisAnswers(addr string) bool {
+	nc, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	defer nc.Close()
+	_ = nc.SetDeadline(time.Now().Add(time.Second))
+	if _, err := nc.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
+		return false
+	}
+	line, err := bufio.NewReader(nc).ReadString('\n')
+	return err == nil && line == "+PONG\r\n"
 }

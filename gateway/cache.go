@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/store"
 )
 
 // The opt-in response cache for the unified, non-streaming
@@ -22,7 +24,7 @@ import (
 // This file holds the pieces the config compiler and the unified route
 // call: compileCache / compileGroupCache validate the config, cacheKey
 // derives the Redis key of a request, and responseCache reads and writes
-// entries through a blobStore, turning every store failure into a miss.
+// entries through a store.Blob, turning every store failure into a miss.
 
 const (
 	cacheKeyPrefix = "llmgw:cache:"
@@ -297,13 +299,13 @@ func decodeCacheValue(value []byte) (string, []byte, bool) {
 	return parts[2], body, true
 }
 
-// responseCache reads and writes cache entries through a blobStore. A
+// responseCache reads and writes cache entries through a store.Blob. A
 // store error is a miss (lookup) or a no-op (save) and never fails the
 // request; it is logged at most once per cacheErrorLogInterval, with the
 // count of errors swallowed since the previous line. A nil
 // *responseCache always misses and never stores.
 type responseCache struct {
-	store        blobStore
+	blobs        store.Blob
 	log          *logger
 	maxBodyBytes int64
 	now          func() time.Time // injectable for tests
@@ -314,13 +316,13 @@ type responseCache struct {
 	suppressed int
 }
 
-// newResponseCache wraps store. maxBodyBytes <= 0 means the 1 MiB
+// newResponseCache wraps blobs. maxBodyBytes <= 0 means the 1 MiB
 // default; bodies above it are never stored.
-func newResponseCache(store blobStore, log *logger, maxBodyBytes int64) *responseCache {
+func newResponseCache(blobs store.Blob, log *logger, maxBodyBytes int64) *responseCache {
 	if maxBodyBytes <= 0 {
 		maxBodyBytes = defaultCacheMaxBodyBytes
 	}
-	return &responseCache{store: store, log: log, maxBodyBytes: maxBodyBytes, now: time.Now}
+	return &responseCache{blobs: blobs, log: log, maxBodyBytes: maxBodyBytes, now: time.Now}
 }
 
 // lookup returns the cached body for key; a store error, a missing entry
@@ -333,10 +335,10 @@ func (c *responseCache) lookup(ctx context.Context, key string) ([]byte, bool) {
 // lookupTyped is lookup that also returns the stored upstream
 // Content-Type ("" when none was saved).
 func (c *responseCache) lookupTyped(ctx context.Context, key string) (string, []byte, bool) {
-	if c == nil || c.store == nil {
+	if c == nil || c.blobs == nil {
 		return "", nil, false
 	}
-	value, found, err := c.store.getBlob(ctx, key)
+	value, found, err := c.blobs.GetBlob(ctx, key)
 	if err != nil {
 		c.storeError(ctx, "read", err)
 		return "", nil, false
@@ -362,7 +364,7 @@ func (c *responseCache) save(ctx context.Context, key string, body []byte, ttl t
 // with control characters or longer than 200 bytes is dropped (stored as
 // ""). It is synchronous: ctx must still be live.
 func (c *responseCache) saveTyped(ctx context.Context, key, contentType string, body []byte, ttl time.Duration) {
-	if c == nil || c.store == nil {
+	if c == nil || c.blobs == nil {
 		return
 	}
 	if int64(len(body)) > c.maxBodyBytes {
@@ -374,7 +376,7 @@ func (c *responseCache) saveTyped(ctx context.Context, key, contentType string, 
 	if ttl < minCacheTTL {
 		ttl = minCacheTTL
 	}
-	if err := c.store.setBlob(ctx, key, encodeCacheValue(contentType, body), ttl); err != nil {
+	if err := c.blobs.SetBlob(ctx, key, encodeCacheValue(contentType, body), ttl); err != nil {
 		c.storeError(ctx, "write", err)
 	}
 }

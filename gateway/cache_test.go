@@ -254,7 +254,7 @@ func TestCacheKeyNotCacheable(t *testing.T) {
 	}
 }
 
-// cacheTestStore is an in-memory blobStore that can be made to fail.
+// cacheTestStore is an in-memory store.Blob that can be made to fail.
 type cacheTestStore struct {
 	mu     sync.Mutex
 	values map[string][]byte
@@ -268,7 +268,7 @@ func newCacheTestStore() *cacheTestStore {
 	return &cacheTestStore{values: map[string][]byte{}, ttls: map[string]time.Duration{}}
 }
 
-func (s *cacheTestStore) getBlob(ctx context.Context, key string) ([]byte, bool, error) {
+func (s *cacheTestStore) GetBlob(ctx context.Context, key string) ([]byte, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.gets++
@@ -284,7 +284,7 @@ func (s *cacheTestStore) getBlob(ctx context.Context, key string) ([]byte, bool,
 	return out, true, nil
 }
 
-func (s *cacheTestStore) setBlob(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+func (s *cacheTestStore) SetBlob(ctx context.Context, key string, value []byte, ttl time.Duration) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sets++
@@ -387,7 +387,7 @@ func TestResponseCacheOversized(t *testing.T) {
 	c.save(ctx, "at-limit", []byte("12345678"), time.Minute)
 	c.save(ctx, "over", []byte("123456789"), time.Minute)
 	if store.sets != 1 {
-		t.Fatalf("setBlob calls = %d, want 1 (the oversized body must not reach the store)", store.sets)
+		t.Fatalf("SetBlob calls = %d, want 1 (the oversized body must not reach the store)", store.sets)
 	}
 	if _, ok := c.lookup(ctx, "at-limit"); !ok {
 		t.Error("body at the limit not cached")

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/store"
 )
 
 // Limits and accounting: fixed UTC windows, counted per scope (the user,
@@ -38,6 +40,31 @@ var (
 	// usageWindows are where tokens and cost accumulate.
 	usageWindows = []*window{hourWindow, dayWindow, monthWindow}
 )
+
+// memoryStoreMaxTTL caps how long the in-process store keeps a key, so a
+// long-running process does not keep every day bucket for 35 days. A
+// window's own enforcement floor wins over the cap (see memoryTTL).
+const memoryStoreMaxTTL = 48 * time.Hour
+
+// memoryTTL is how long the in-process store keeps a key written with
+// ttl: the retention TTL capped at 48h, but never shorter than the
+// window's own length plus slack, so enforcement stays correct at every
+// window (a month key outlives its calendar month).
+func memoryTTL(ttl time.Duration) time.Duration {
+	if ttl <= memoryStoreMaxTTL {
+		return ttl
+	}
+	if ttl >= monthWindow.ttl {
+		return 32 * 24 * time.Hour
+	}
+	return memoryStoreMaxTTL
+}
+
+// newMemoryStore returns an in-process counter store that keeps each key
+// for memoryTTL of its window's TTL.
+func newMemoryStore(now func() time.Time) *store.Memory {
+	return store.NewMemory(now, memoryTTL)
+}
 
 // bucket is the window's bucket id for t (always read in UTC).
 func (w *window) bucket(t time.Time) string { return t.UTC().Format(w.layout) }
@@ -188,8 +215,8 @@ func counterKey(kind, id, metric string, w *window, t time.Time) string {
 // limiter enforces limits and accounts usage against a store, falling
 // back to the in-process store on a store error when failOpen is set.
 type limiter struct {
-	store    counterStore // Redis, or the memory store
-	fallback *memoryStore // nil when store is already the memory store
+	counters store.Counter // Redis, or the memory store
+	fallback *store.Memory // nil when counters is already the memory store
 	failOpen bool
 	now      func() time.Time
 	log      *logger
@@ -198,11 +225,11 @@ type limiter struct {
 	lastErrorLog atomic.Int64 // unix nanos of the last store-error line
 }
 
-func newLimiter(store counterStore, fallback *memoryStore, failOpen bool, now func() time.Time, log *logger) *limiter {
+func newLimiter(counters store.Counter, fallback *store.Memory, failOpen bool, now func() time.Time, log *logger) *limiter {
 	if now == nil {
 		now = time.Now
 	}
-	return &limiter{store: store, fallback: fallback, failOpen: failOpen, now: now, log: log, async: newAsyncWriter(64)}
+	return &limiter{counters: counters, fallback: fallback, failOpen: failOpen, now: now, log: log, async: newAsyncWriter(64)}
 }
 
 // errStoreUnavailable is the 503 when Redis fails and failOpen is false.
@@ -215,8 +242,8 @@ func errStoreUnavailable() *apiError {
 
 // run applies a batch, on the fallback store when the primary fails and
 // failOpen is set. A store error is logged at most once per 30 s.
-func (l *limiter) run(ctx context.Context, incrs []counterIncr, gets []string) ([]int64, []int64, error) {
-	a, b, err := l.store.apply(ctx, incrs, gets)
+func (l *limiter) run(ctx context.Context, incrs []store.Incr, gets []string) ([]int64, []int64, error) {
+	a, b, err := l.counters.Apply(ctx, incrs, gets)
 	if err == nil {
 		return a, b, nil
 	}
@@ -227,7 +254,7 @@ func (l *limiter) run(ctx context.Context, incrs []counterIncr, gets []string) (
 	if !l.failOpen || l.fallback == nil {
 		return nil, nil, err
 	}
-	return l.fallback.apply(ctx, incrs, gets)
+	return l.fallback.Apply(ctx, incrs, gets)
 }
 
 func (l *limiter) logStoreError(err error) {
@@ -252,13 +279,13 @@ func (l *limiter) logStoreError(err error) {
 func (l *limiter) checkAndCount(ctx context.Context, scopes []limitScope) *apiError {
 	now := l.now()
 	b := bucketsAt(now)
-	incrs := make([]counterIncr, 0, len(scopes)*len(countedWindows))
+	incrs := make([]store.Incr, 0, len(scopes)*len(countedWindows))
 	var gets []string
 	for i := 0; i < len(scopes); i++ {
 		s := &scopes[i]
 		for j := 0; j < len(countedWindows); j++ {
 			w := countedWindows[j]
-			incrs = append(incrs, counterIncr{key: s.key("req", w, b.of(w)), delta: 1, ttl: w.ttl})
+			incrs = append(incrs, store.Incr{Key: s.key("req", w, b.of(w)), Delta: 1, TTL: w.ttl})
 		}
 		if s.limits.hasTokenLimits() {
 			gets = append(gets,
@@ -345,14 +372,14 @@ func errLimitExceeded(s *limitScope, limit string, value int64, w *window, now t
 // refused requests) so that a burst of refusals is counted exactly.
 func (l *limiter) countRejection(ctx context.Context, scopes []limitScope, refused int, now time.Time) {
 	b := bucketsAt(now)
-	var incrs []counterIncr
+	var incrs []store.Incr
 	for i := 0; i < len(scopes); i++ {
 		if i != refused && scopes[i].kind != "total" {
 			continue
 		}
 		for j := 0; j < len(countedWindows); j++ {
 			w := countedWindows[j]
-			incrs = append(incrs, counterIncr{key: scopes[i].key("rej", w, b.of(w)), delta: 1, ttl: w.ttl})
+			incrs = append(incrs, store.Incr{Key: scopes[i].key("rej", w, b.of(w)), Delta: 1, TTL: w.ttl})
 		}
 	}
 	_, _, _ = l.run(ctx, incrs, nil) // a store error is logged by run
@@ -367,7 +394,7 @@ func (l *limiter) account(ctx context.Context, scopes []limitScope, u usage, cos
 		name  string
 		delta int64
 	}{{"tokin", u.promptTokens}, {"tokout", u.completionTokens}, {"cost", costMicros}}
-	var incrs []counterIncr
+	var incrs []store.Incr
 	for i := 0; i < len(scopes); i++ {
 		for m := 0; m < len(metrics); m++ {
 			if metrics[m].delta <= 0 {
@@ -375,7 +402,7 @@ func (l *limiter) account(ctx context.Context, scopes []limitScope, u usage, cos
 			}
 			for j := 0; j < len(usageWindows); j++ {
 				w := usageWindows[j]
-				incrs = append(incrs, counterIncr{key: scopes[i].key(metrics[m].name, w, b.of(w)), delta: metrics[m].delta, ttl: w.ttl})
+				incrs = append(incrs, store.Incr{Key: scopes[i].key(metrics[m].name, w, b.of(w)), Delta: metrics[m].delta, TTL: w.ttl})
 			}
 		}
 	}
@@ -437,13 +464,13 @@ func (l *limiter) recordAttempt(provider, model string, failed bool) {
 	if failed {
 		metrics = append(metrics, "fail")
 	}
-	var incrs []counterIncr
+	var incrs []store.Incr
 	for m := 0; m < len(metrics); m++ {
 		for j := 0; j < len(healthWindows); j++ {
 			w := healthWindows[j]
-			incrs = append(incrs, counterIncr{key: "llmgw:prov:" + provider + ":" + metrics[m] + ":" + w.name + ":" + w.bucket(now), delta: 1, ttl: w.ttl})
+			incrs = append(incrs, store.Incr{Key: "llmgw:prov:" + provider + ":" + metrics[m] + ":" + w.name + ":" + w.bucket(now), Delta: 1, TTL: w.ttl})
 			if model != "" {
-				incrs = append(incrs, counterIncr{key: "llmgw:provmodel:" + provider + "/" + model + ":" + metrics[m] + ":" + w.name + ":" + w.bucket(now), delta: 1, ttl: w.ttl})
+				incrs = append(incrs, store.Incr{Key: "llmgw:provmodel:" + provider + "/" + model + ":" + metrics[m] + ":" + w.name + ":" + w.bucket(now), Delta: 1, TTL: w.ttl})
 			}
 		}
 	}

@@ -4,16 +4,14 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/store"
 )
 
 // redisSettings is RedisConfig validated, with the password resolved.
 type redisSettings struct {
-	address  string
-	password string // never logged
-	db       int
-	failOpen bool
-	poolSize int
-	tls      bool
+	conn     store.RedisSettings // how to reach Redis; the password is never logged
+	failOpen bool                // on a Redis error, count in process (true) or answer 503
 }
 
 // compileRedis validates the redis block; nil means no Redis.
@@ -34,8 +32,8 @@ func compileRedis(rc *RedisConfig) (*redisSettings, error) {
 	if rc.DB < 0 {
 		return nil, fmt.Errorf("config: redis.db: %d must be >= 0", rc.DB)
 	}
-	if rc.PoolSize < 0 || rc.PoolSize > respMaxPool {
-		return nil, fmt.Errorf("config: redis.poolSize: %d is out of range (0 self-tunes; at most %d)", rc.PoolSize, respMaxPool)
+	if rc.PoolSize < 0 || rc.PoolSize > store.MaxPoolSize {
+		return nil, fmt.Errorf("config: redis.poolSize: %d is out of range (0 self-tunes; at most %d)", rc.PoolSize, store.MaxPoolSize)
 	}
 	password := ""
 	if rc.Password != "" {
@@ -43,7 +41,10 @@ func compileRedis(rc *RedisConfig) (*redisSettings, error) {
 			return nil, fmt.Errorf("config: redis.password: %v", err)
 		}
 	}
-	s := &redisSettings{address: rc.Address, password: password, db: rc.DB, failOpen: true, poolSize: rc.PoolSize, tls: rc.TLS}
+	s := &redisSettings{
+		conn:     store.RedisSettings{Address: rc.Address, Password: password, DB: rc.DB, TLS: rc.TLS, PoolSize: rc.PoolSize},
+		failOpen: true,
+	}
 	if rc.FailOpen != nil {
 		s.failOpen = *rc.FailOpen
 	}

@@ -2,8 +2,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
-	"io"
 	"math"
 	"math/rand"
 	"net/http"
@@ -73,27 +71,6 @@ func TestWindowBucketsProperty(t *testing.T) {
 	if b := dayWindow.bucket(time.Date(2026, 11, 30, 23, 30, 0, 0, time.FixedZone("x", -3600))); b != "20261201" {
 		t.Fatalf("day bucket read in UTC: %s", b)
 	}
-}
-
-// countingStore counts round trips and can fail.
-type countingStore struct {
-	inner counterStore
-	calls atomic.Int64
-	fail  atomic.Bool
-}
-
-func (c *countingStore) apply(ctx context.Context, incrs []counterIncr, gets []string) ([]int64, []int64, error) {
-	c.calls.Add(1)
-	if c.fail.Load() {
-		return nil, nil, errors.New("store down")
-	}
-	return c.inner.apply(ctx, incrs, gets)
-}
-
-func testLimiter(clock *fakeClock, failOpen bool) (*limiter, *countingStore, *memoryStore) {
-	primary := &countingStore{inner: newMemoryStore(clock.Now)}
-	fallback := newMemoryStore(clock.Now)
-	return newLimiter(primary, fallback, failOpen, clock.Now, newLogger("test", io.Discard)), primary, fallback
 }
 
 func scopesWith(user, group *compiledLimits) []limitScope {
@@ -232,8 +209,9 @@ func TestLimiterFailOpenAndClosed(t *testing.T) {
 	if e := l.checkAndCount(context.Background(), scopes); e == nil || e.status != 429 {
 		t.Fatalf("fallback did not enforce: %+v", e)
 	}
-	if fallback.size() == 0 {
-		t.Fatal("nothing counted in process")
+	key := counterKey("total", "all", "req", minuteWindow, clock.Now())
+	if _, got, _ := fallback.Apply(context.Background(), nil, []string{key}); got[0] != 3 {
+		t.Fatalf("in-process count %d, want 3 (the refused request counts too)", got[0])
 	}
 
 	l2, store2, _ := testLimiter(clock, false)
@@ -280,33 +258,6 @@ func TestCompileLimitsErrors(t *testing.T) {
 		"groups":{"eng":{}},"users":{"inline":[{"name":"a","group":"eng","apiKey":"k","limits":{"costPerMonthUSD":-1}}]}}`)
 	if err == nil || !strings.Contains(err.Error(), "users.inline[0] (a).limits.costPerMonthUSD") {
 		t.Fatalf("user limits: %v", err)
-	}
-}
-
-func TestMemoryStoreExpiry(t *testing.T) {
-	clock := &fakeClock{now: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
-	m := newMemoryStore(clock.Now)
-	ctx := context.Background()
-	incr := func(key string, ttl time.Duration) int64 {
-		v, _, _ := m.apply(ctx, []counterIncr{{key: key, delta: 1, ttl: ttl}}, nil)
-		return v[0]
-	}
-	incr("a", time.Minute)
-	if v := incr("a", time.Minute); v != 2 {
-		t.Fatalf("a = %d", v)
-	}
-	clock.Set(clock.Now().Add(time.Minute))
-	if v := incr("a", time.Minute); v != 1 {
-		t.Fatalf("expired key kept its value: %d", v)
-	}
-	_, got, _ := m.apply(ctx, nil, []string{"a", "missing"})
-	if got[0] != 1 || got[1] != 0 {
-		t.Fatalf("gets %v", got)
-	}
-	incr("month", monthWindow.ttl)
-	clock.Set(clock.Now().Add(31 * 24 * time.Hour))
-	if _, got, _ := m.apply(ctx, nil, []string{"month"}); got[0] != 1 {
-		t.Fatal("a month key did not outlive its month in process")
 	}
 }
 
@@ -388,7 +339,7 @@ func TestLimitsOverHTTP(t *testing.T) {
 		counterKey("group", "free", "tokin", monthWindow, now), counterKey("total", "all", "tokout", hourWindow, now),
 		counterKey("total", "all", "req", minuteWindow, now), counterKey("user", "alice", "req", dayWindow, now),
 	}
-	_, got, _ := g.limiter.store.apply(context.Background(), nil, keys)
+	_, got, _ := g.limiter.counters.Apply(context.Background(), nil, keys)
 	want := []int64{22, 14, 22, 28, 6, 3}
 	for i := 0; i < len(want); i++ {
 		if got[i] != want[i] {
@@ -396,7 +347,7 @@ func TestLimitsOverHTTP(t *testing.T) {
 		}
 	}
 	g.limiter.async.wait()
-	_, rej, _ := g.limiter.store.apply(context.Background(), nil, []string{
+	_, rej, _ := g.limiter.counters.Apply(context.Background(), nil, []string{
 		counterKey("group", "eng", "rej", dayWindow, now), counterKey("total", "all", "rej", dayWindow, now),
 		"llmgw:prov:mock:attempt:min:" + minuteWindow.bucket(now), "llmgw:provmodel:mock/m1:fail:day:" + dayWindow.bucket(now)})
 	if rej[0] != 1 || rej[1] != 2 || rej[2] != 4 || rej[3] != 0 {
@@ -415,7 +366,7 @@ func TestProviderSuccessRates(t *testing.T) {
 	g.limiter.async.wait()
 	now := clock.Now()
 	day := dayWindow.bucket(now)
-	_, got, _ := g.limiter.store.apply(context.Background(), nil, []string{
+	_, got, _ := g.limiter.counters.Apply(context.Background(), nil, []string{
 		"llmgw:prov:mock:attempt:day:" + day, "llmgw:prov:mock:fail:day:" + day,
 		"llmgw:provmodel:mock/m1:attempt:day:" + day, "llmgw:provmodel:mock/m1:fail:day:" + day,
 	})
@@ -466,7 +417,7 @@ func TestCostBudgetsAndPricing(t *testing.T) {
 		t.Fatalf("priced: %d %s", status, body)
 	}
 	// 11 × $0.02 + 7 × $0.06 = $0.64
-	_, got, _ := g3.limiter.store.apply(context.Background(), nil, []string{counterKey("group", "paid", "cost", dayWindow, clock.Now())})
+	_, got, _ := g3.limiter.counters.Apply(context.Background(), nil, []string{counterKey("group", "paid", "cost", dayWindow, clock.Now())})
 	if got[0] != 640000 {
 		t.Fatalf("cost = %d micro-USD, want 640000", got[0])
 	}
@@ -500,7 +451,7 @@ func TestMediaRoutesNeedNoPrice(t *testing.T) {
 	if status, _, _ := do(t, "POST", srv.URL+"/v1/images/generations", testAliceKey, `{"model":"img-x","prompt":"p"}`); status != 429 {
 		t.Fatalf("second image request: %d, want 429", status)
 	}
-	_, got, _ := g.limiter.store.apply(context.Background(), nil, []string{counterKey("group", "paid", "cost", dayWindow, clock.Now()), counterKey("group", "paid", "tokin", dayWindow, clock.Now())})
+	_, got, _ := g.limiter.counters.Apply(context.Background(), nil, []string{counterKey("group", "paid", "cost", dayWindow, clock.Now()), counterKey("group", "paid", "tokin", dayWindow, clock.Now())})
 	if got[0] != 0 || got[1] != 0 {
 		t.Fatalf("media moved cost/tokens: %v", got)
 	}
@@ -519,7 +470,7 @@ func TestPassthroughCostAccounted(t *testing.T) {
 	if resp.StatusCode != 200 || body != chatOK {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
-	_, got, _ := g.limiter.store.apply(context.Background(), nil, []string{counterKey("group", "paid", "cost", dayWindow, clock.Now())})
+	_, got, _ := g.limiter.counters.Apply(context.Background(), nil, []string{counterKey("group", "paid", "cost", dayWindow, clock.Now())})
 	if got[0] != 25 { // 11 × 1 + 7 × 2 micro-USD
 		t.Fatalf("passthrough cost = %d micro-USD, want 25", got[0])
 	}

@@ -9,6 +9,6 @@ BENCH_CONCURRENCY ?= 1,32
 BENCH_OUT ?= bench/latest.md
 
 bench: build-binary ## Go benchmarks of the hot path, then the gateway-vs-bare-proxy load test (writes bench/latest.md)
-	$(GO) test -count=1 -run '^$$' -bench . -benchmem ./gateway/
+	$(GO) test -count=1 -run '^$$' -bench . -benchmem ./gateway/...
 	cd integration && $(GO) build -o ../$(BIN)/loadbench ./cmd/loadbench
 	./$(BIN)/loadbench -gateway $(BIN)/llmgateway -out $(BENCH_OUT) -duration $(BENCH_DURATION) -concurrency $(BENCH_CONCURRENCY)

@@ -5,8 +5,11 @@
 #
 # The yaegi CLI is installed once into ${LLMGW_CACHE:-$HOME/.cache/llmgateway}/bin.
 # The core is copied under a temporary GOPATH at
-# src/github.com/llmgateway/llmgateway/gateway. Extra arguments are passed to
-# `yaegi test` (for example -run TestName).
+# src/github.com/llmgateway/llmgateway/gateway, and every package of it
+# (`go list ./...` in gateway/: the root package and each sub-package) is
+# tested in turn, from its own directory. Extra arguments are passed to each
+# `yaegi test` (for example -run TestName). The script fails when any
+# package fails; YAEGI_UNIT_TIMEOUT (seconds, default 600) bounds each one.
 set -euo pipefail
 
 YAEGI_VERSION="v0.16.1"
@@ -23,11 +26,27 @@ if [ ! -x "$YAEGI" ]; then
 	rm -rf "$tmpbin"
 fi
 
+module="github.com/llmgateway/llmgateway/gateway"
+pkgs=$(cd "$ROOT/gateway" && GOWORK=off "$GO" list ./...)
+if [ -z "$pkgs" ]; then
+	echo "yaegi-unit: no packages found under gateway/" >&2
+	exit 1
+fi
+
 gp=$(mktemp -d "${TMPDIR:-/tmp}/yaegi-unit.XXXXXX")
 trap 'rm -rf "$gp"' EXIT
-pkg="github.com/llmgateway/llmgateway/gateway"
-mkdir -p "$gp/src/$(dirname "$pkg")"
-cp -r "$ROOT/gateway" "$gp/src/$pkg"
+mkdir -p "$gp/src/$(dirname "$module")"
+cp -r "$ROOT/gateway" "$gp/src/$module"
 
-cd "$gp/src/$pkg"
-GOPATH="$gp" GO111MODULE=off timeout "${YAEGI_UNIT_TIMEOUT:-600}" "$YAEGI" test -v "$@" "$pkg"
+failed=()
+for pkg in $pkgs; do
+	echo "== yaegi test $pkg"
+	if ! (cd "$gp/src/$pkg" && GOPATH="$gp" GO111MODULE=off timeout "${YAEGI_UNIT_TIMEOUT:-600}" "$YAEGI" test -v "$@" "$pkg"); then
+		failed+=("$pkg")
+	fi
+done
+if [ "${#failed[@]}" -gt 0 ]; then
+	echo "yaegi-unit: FAILED under yaegi test: ${failed[*]}" >&2
+	exit 1
+fi
+echo "yaegi-unit: every package passed under yaegi test:" $pkgs

@@ -16,5 +16,9 @@
 // (integration/mockupstream), including an SSE stream whose first event
 // must reach the client while the upstream still holds the second one
 // back (TestStreamGateDetectsBuffering proves that check fails on a
-// buffering front end).
+// buffering front end). The interpreter and loader levels also run a
+// scenario against a real redis-server (TestYaegiInterpreterRedisStore,
+// TestTraefikLoaderRedisStore): the core's vendored sub-package
+// gateway/internal/store holds the limiter's counters and the response
+// cache's entries there, and the test reads them back from Redis.
 package yaegigate

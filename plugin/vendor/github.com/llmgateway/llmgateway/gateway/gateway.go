@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/store"
 )
 
 // Options carries the host's settings that are not part of Config.
@@ -33,7 +35,7 @@ type Gateway struct {
 	admission *bodyAdmission
 	limiter   *limiter
 	pricer    *pricer
-	redis     *redisStore    // nil: no Redis
+	redis     *store.Redis   // nil: no Redis
 	cache     *responseCache // nil: no response cache
 	started   time.Time
 	// recordHook, when set, receives every request record (record.go)
@@ -68,21 +70,21 @@ func New(next http.Handler, cfg *Config, opts Options) (*Gateway, error) {
 		log.warnf("%s", compiled.warnings[i])
 	}
 	g.pricer = newPricer(compiled.pricing, compiled.modelMeta, warnings)
-	var store counterStore = newMemoryStore(nil)
-	var fallback *memoryStore
+	var counters store.Counter = newMemoryStore(nil)
+	var fallback *store.Memory
 	failOpen := true
 	if rs := compiled.redis; rs != nil {
 		// Lazy: nothing dials until the first request needs Redis.
-		g.redis = newRedisStore(rs)
-		guarded := newGuardedStore(g.redis)
-		store = guarded
+		g.redis = store.NewRedis(rs.conn)
+		guarded := store.NewGuarded(g.redis, store.GuardOptions{})
+		counters = guarded
 		fallback = newMemoryStore(nil)
 		failOpen = rs.failOpen
 		if compiled.cache.enabled {
 			g.cache = newResponseCache(guarded, log, compiled.cache.maxBodyBytes)
 		}
 	}
-	g.limiter = newLimiter(store, fallback, failOpen, nil, log)
+	g.limiter = newLimiter(counters, fallback, failOpen, nil, log)
 
 	if next == nil {
 		g.next = http.HandlerFunc(notFound)
@@ -102,7 +104,7 @@ func (g *Gateway) Close() error {
 	g.discovery.close()
 	g.limiter.async.wait()
 	if g.redis != nil {
-		g.redis.close()
+		g.redis.Close()
 	}
 	g.transport.CloseIdleConnections()
 	return nil

@@ -1,4 +1,4 @@
-package gateway
+package store
 
 import (
 	"context"
@@ -7,28 +7,56 @@ import (
 	"time"
 )
 
-// redisStore is the shared counterStore and blobStore over the RESP2
-// client. Every method is one pipelined round trip.
-type redisStore struct {
+// MaxPoolSize is the largest RedisSettings.PoolSize: configuration
+// validation refuses more, and the client clamps to it.
+const MaxPoolSize = 256
+
+// RedisSettings says how to reach Redis: the validated redis block of
+// the configuration, with the password resolved.
+type RedisSettings struct {
+	// Address is host:port.
+	Address string
+	// Password is the resolved secret, sent with AUTH when set. It is
+	// never logged and is redacted from error text.
+	Password string
+	// DB is the database number; SELECT is sent when it is not 0.
+	DB int
+	// TLS dials with TLS and verifies the server against the system
+	// roots.
+	TLS bool
+	// PoolSize caps the open connections. 0 self-tunes (2×GOMAXPROCS
+	// within [4, 8]); at most MaxPoolSize.
+	PoolSize int
+}
+
+// Redis is the shared Counter and Blob store over the RESP2 client.
+// Every method is one pipelined round trip; dial and I/O are each
+// bounded by 2 s (and by the caller's context).
+type Redis struct {
 	c *respClient
 }
 
-// newRedisStore builds the store from the validated redis block
-// (compileRedis, which resolved the password). It never dials.
-func newRedisStore(rs *redisSettings) *redisStore {
-	return &redisStore{c: newRESPClient(respConfig{
-		address:     rs.address,
-		password:    rs.password,
-		db:          rs.db,
-		tls:         rs.tls,
-		poolSize:    rs.poolSize,
-		dialTimeout: 2 * time.Second,
-		ioTimeout:   2 * time.Second,
+// NewRedis returns the store for s. It never dials: the first operation
+// connects.
+func NewRedis(s RedisSettings) *Redis {
+	return &Redis{c: newRESPClient(respConfig{
+		address:  s.Address,
+		password: s.Password,
+		db:       s.DB,
+		tls:      s.TLS,
+		poolSize: s.PoolSize,
 	})}
 }
 
-// close releases the store's idle connections.
-func (s *redisStore) close() { s.c.close() }
+// Close releases the store's idle connections; a connection in use is
+// closed when its operation ends. Operations after Close fail at once.
+func (s *Redis) Close() { s.c.close() }
+
+// RoundTrips reports how many pipelined round trips the store has
+// started: one per Apply, GetBlob or SetBlob with work to do, failed or
+// not (a resend on a fresh connection after a stale pooled one counts
+// once).
+func (s *Redis) RoundTrips() int64 { return s.c.roundTripCount() }
 
 // ttlSeconds rounds ttl up to whole seconds, at least 1.
 func ttlSeconds(ttl time.Duration) int64 {
@@ -51,9 +79,9 @@ func redisReplyError(cmd string, v respValue) error {
 	return errors.New("redis: " + cmd + ": " + v.str)
 }
 
-// apply sends, in ONE pipeline, INCRBY key delta + EXPIRE key seconds per
+// Apply sends, in ONE pipeline, INCRBY key delta + EXPIRE key seconds per
 // incr and then one MGET of every get key (when there are any).
-func (s *redisStore) apply(ctx context.Context, incrs []counterIncr, gets []string) ([]int64, []int64, error) {
+func (s *Redis) Apply(ctx context.Context, incrs []Incr, gets []string) ([]int64, []int64, error) {
 	n := 2 * len(incrs)
 	if len(gets) > 0 {
 		n++
@@ -64,8 +92,8 @@ func (s *redisStore) apply(ctx context.Context, incrs []counterIncr, gets []stri
 	cmds := make([][]string, 0, n)
 	for i := 0; i < len(incrs); i++ {
 		in := incrs[i]
-		cmds = append(cmds, []string{"INCRBY", in.key, strconv.FormatInt(in.delta, 10)})
-		cmds = append(cmds, []string{"EXPIRE", in.key, strconv.FormatInt(ttlSeconds(in.ttl), 10)})
+		cmds = append(cmds, []string{"INCRBY", in.Key, strconv.FormatInt(in.Delta, 10)})
+		cmds = append(cmds, []string{"EXPIRE", in.Key, strconv.FormatInt(ttlSeconds(in.TTL), 10)})
 	}
 	if len(gets) > 0 {
 		mget := make([]string, 0, len(gets)+1)
@@ -123,8 +151,8 @@ func (s *redisStore) apply(ctx context.Context, incrs []counterIncr, gets []stri
 	return incrVals, getVals, nil
 }
 
-// getBlob is GET key; a missing key is (nil, false, nil).
-func (s *redisStore) getBlob(ctx context.Context, key string) ([]byte, bool, error) {
+// GetBlob is GET key; a missing key is (nil, false, nil).
+func (s *Redis) GetBlob(ctx context.Context, key string) ([]byte, bool, error) {
 	replies, err := s.c.pipeline(ctx, [][]string{{"GET", key}})
 	if err != nil {
 		return nil, false, err
@@ -142,8 +170,8 @@ func (s *redisStore) getBlob(ctx context.Context, key string) ([]byte, bool, err
 	return []byte(r.str), true, nil
 }
 
-// setBlob is SET key value EX seconds (rounded up, at least 1).
-func (s *redisStore) setBlob(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+// SetBlob is SET key value EX seconds (rounded up, at least 1).
+func (s *Redis) SetBlob(ctx context.Context, key string, value []byte, ttl time.Duration) error {
 	replies, err := s.c.pipeline(ctx, [][]string{{"SET", key, string(value), "EX", strconv.FormatInt(ttlSeconds(ttl), 10)}})
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package gateway
+package store
 
 import (
 	"bytes"
@@ -22,13 +22,12 @@ import (
 // records every command per connection and how many commands each Read
 // delivered. Options are set before startFakeRESP.
 type fakeRESP struct {
-	password string        // AUTH required when set
-	echoPass bool          // a failed AUTH echoes the password it got
-	silent   bool          // never answer
-	batch    int           // hold replies until this many commands are pending
-	delay    time.Duration // sleep before each reply write
-	breakOn  string        // first command with this name: partial reply, close
-	tlsCfg   *tls.Config   // serve TLS
+	password string      // AUTH required when set
+	echoPass bool        // a failed AUTH echoes the password it got
+	silent   bool        // never answer
+	batch    int         // hold replies until this many commands are pending
+	breakOn  string      // first command with this name: partial reply, close
+	tlsCfg   *tls.Config // serve TLS
 	// handler, when set, answers a command first (raw reply, handled).
 	handler func(args []string) (string, bool)
 
@@ -178,9 +177,6 @@ func (f *fakeRESP) serve(id int, c net.Conn) {
 				out = out[:0]
 				held = 0
 			} else if held >= batch {
-				if f.delay > 0 {
-					time.Sleep(f.delay)
-				}
 				if _, werr := c.Write(out); werr != nil {
 					f.ended.Add(1)
 					return
@@ -299,7 +295,7 @@ func (f *fakeRESP) reply(st *fakeRESPConnState, args []string) (string, bool) {
 	return "-ERR unknown command '" + args[0] + "'\r\n", false
 }
 
-// parseFakeCommand parses one client command (an array of bulk
+// parseFakeRESPCommand parses one client command (an array of bulk
 // strings); used 0 means incomplete.
 func parseFakeRESPCommand(b []byte) ([]string, int, error) {
 	line := func(at int) (string, int, bool) {
@@ -383,7 +379,8 @@ func (f *fakeRESP) ttl(db, key string) string {
 	return f.ttls[db+"/"+key]
 }
 
-// waitFor polls cond for up to 10s.
+// respWaitFor polls cond for up to 10s, failing the test when it never
+// holds.
 func respWaitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)

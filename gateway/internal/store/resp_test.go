@@ -1,4 +1,4 @@
-package gateway
+package store
 
 import (
 	"context"
@@ -40,7 +40,11 @@ func mustRESPPipeline(t *testing.T, c *respClient, cmds ...[]string) []respValue
 func TestRESPLazyConnectAndPipelining(t *testing.T) {
 	f := startFakeRESP(t, &fakeRESP{batch: 4})
 	c := testRESPClient(t, respConfig{address: f.addr, poolSize: 2})
-	time.Sleep(50 * time.Millisecond)
+	// Construction never dials: every connection, open or being opened,
+	// holds a pool slot, and none is taken.
+	if n := len(c.slots); n != 0 {
+		t.Fatalf("construction took %d pool slots, want 0", n)
+	}
 	if n := f.accepted.Load(); n != 0 {
 		t.Fatalf("construction opened %d connections, want 0", n)
 	}
@@ -110,7 +114,19 @@ func TestRESPLazyConnectAndPipelining(t *testing.T) {
 }
 
 func TestRESPAuthSelectPerConnection(t *testing.T) {
-	f := startFakeRESP(t, &fakeRESP{password: "pw-Secret-1", delay: 2 * time.Millisecond})
+	// The fake holds every PING reply until the pool is full, so the
+	// workers must open all three connections, whatever the scheduling.
+	f := &fakeRESP{password: "pw-Secret-1"}
+	f.handler = func(args []string) (string, bool) {
+		if args[0] == "PING" {
+			deadline := time.Now().Add(10 * time.Second)
+			for f.accepted.Load() < 3 && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+			}
+		}
+		return "", false
+	}
+	startFakeRESP(t, f)
 	c := testRESPClient(t, respConfig{address: f.addr, password: "pw-Secret-1", db: 2, poolSize: 3})
 	const workers = 50
 	const calls = 4
@@ -269,88 +285,121 @@ func TestRESPStalePooledConnectionRetried(t *testing.T) {
 	}
 }
 
-func TestRESPContextAndTimeouts(t *testing.T) {
-	f := startFakeRESP(t, &fakeRESP{silent: true})
+// silentRESP is a fake server that reads commands and never answers.
+func silentRESP(t *testing.T) *fakeRESP {
+	return startFakeRESP(t, &fakeRESP{silent: true})
+}
 
+// commandArrived reports whether connection i of f has delivered a read.
+func commandArrived(f *fakeRESP, i int) func() bool {
+	return func() bool { return f.accepted.Load() > int64(i) && len(f.connReads(i)) > 0 }
+}
+
+// allClosed reports whether the server saw every connection it accepted
+// end.
+func allClosed(f *fakeRESP) func() bool {
+	return func() bool { return f.ended.Load() == f.accepted.Load() }
+}
+
+// pipelineAsync runs one pipeline in a goroutine; its error arrives on
+// the channel.
+func pipelineAsync(c *respClient, ctx context.Context, cmds [][]string) chan error {
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- errors.New("panic")
+			}
+		}()
+		_, err := c.pipeline(ctx, cmds)
+		done <- err
+	}()
+	return done
+}
+
+// waitErr waits up to 10s for an error from pipelineAsync.
+func waitErr(t *testing.T, what string, done chan error) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s did not return", what)
+		return nil
+	}
+}
+
+func TestRESPContextAndTimeouts(t *testing.T) {
 	t.Run("deadline", func(t *testing.T) {
+		f := silentRESP(t)
 		c := testRESPClient(t, respConfig{address: f.addr, ioTimeout: time.Minute})
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		defer cancel()
-		start := time.Now()
 		_, err := c.pipeline(ctx, [][]string{{"PING"}})
 		if err != context.DeadlineExceeded {
 			t.Fatalf("err = %v, want context.DeadlineExceeded", err)
 		}
-		if d := time.Since(start); d > 10*time.Second {
-			t.Fatalf("took %v", d)
+		if len(c.idle) != 0 || len(c.slots) != 0 {
+			t.Fatalf("timed-out connection kept: %d idle, %d slots taken", len(c.idle), len(c.slots))
 		}
-		respWaitFor(t, "the timed-out connection to close", func() bool { return f.ended.Load() == 1 })
+		respWaitFor(t, "the timed-out connection to close", allClosed(f))
 	})
 
 	t.Run("cancel", func(t *testing.T) {
+		f := silentRESP(t)
 		c := testRESPClient(t, respConfig{address: f.addr, ioTimeout: time.Minute})
 		ctx, cancel := context.WithCancel(context.Background())
-		ended := f.ended.Load()
-		go func() {
-			defer func() { _ = recover() }()
-			time.Sleep(200 * time.Millisecond)
-			cancel()
-		}()
-		start := time.Now()
-		_, err := c.pipeline(ctx, [][]string{{"PING"}})
-		if err != context.Canceled {
+		done := pipelineAsync(c, ctx, [][]string{{"PING"}})
+		// Cancel once the PING is on the wire: the client is blocked
+		// reading the reply that never comes.
+		respWaitFor(t, "the PING to reach the server", commandArrived(f, 0))
+		cancel()
+		if err := waitErr(t, "the cancelled pipeline", done); err != context.Canceled {
 			t.Fatalf("err = %v, want context.Canceled", err)
-		}
-		if d := time.Since(start); d > 10*time.Second {
-			t.Fatalf("took %v", d)
 		}
 		// The interrupted connection is closed, not pooled.
 		if len(c.idle) != 0 || len(c.slots) != 0 {
 			t.Fatalf("cancelled connection kept: %d idle, %d slots taken", len(c.idle), len(c.slots))
 		}
-		respWaitFor(t, "the cancelled connection to close", func() bool { return f.ended.Load() == ended+1 })
+		respWaitFor(t, "the cancelled connection to close", func() bool { return f.accepted.Load() == 1 && f.ended.Load() == 1 })
 		if _, err := c.pipeline(ctx, [][]string{{"PING"}}); err != context.Canceled {
 			t.Fatalf("call with a cancelled ctx: %v", err)
+		}
+		if n := f.accepted.Load(); n != 1 {
+			t.Fatalf("a call with a cancelled ctx dialed: %d connections", n)
 		}
 	})
 
 	t.Run("ioTimeout", func(t *testing.T) {
+		f := silentRESP(t)
 		c := testRESPClient(t, respConfig{address: f.addr, ioTimeout: 200 * time.Millisecond})
-		start := time.Now()
 		_, err := c.pipeline(context.Background(), [][]string{{"PING"}})
 		if err == nil || !strings.Contains(err.Error(), "timeout") {
 			t.Fatalf("err = %v, want an i/o timeout", err)
 		}
-		if d := time.Since(start); d > 10*time.Second {
-			t.Fatalf("took %v", d)
+		if n := f.accepted.Load(); n != 1 {
+			t.Fatalf("%d connections, want 1: a timed-out exchange is not retried", n)
 		}
-		respWaitFor(t, "the timed-out connection to close", func() bool { return f.ended.Load() == 3 })
+		respWaitFor(t, "the timed-out connection to close", allClosed(f))
 	})
 
 	t.Run("waitForSlot", func(t *testing.T) {
+		f := silentRESP(t)
 		c := testRESPClient(t, respConfig{address: f.addr, poolSize: 1, ioTimeout: time.Minute})
-		before := f.accepted.Load()
 		holdCtx, release := context.WithCancel(context.Background())
-		held := make(chan error, 1)
-		go func() {
-			defer func() { _ = recover() }()
-			_, err := c.pipeline(holdCtx, [][]string{{"PING"}})
-			held <- err
-		}()
-		respWaitFor(t, "the only connection to be busy", func() bool {
-			return f.accepted.Load() == before+1 && len(f.connReads(int(before))) == 1
-		})
+		held := pipelineAsync(c, holdCtx, [][]string{{"PING"}})
+		respWaitFor(t, "the only connection to be busy", commandArrived(f, 0))
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		defer cancel()
 		_, err := c.pipeline(ctx, [][]string{{"PING"}})
 		if err != context.DeadlineExceeded {
 			t.Fatalf("err = %v, want context.DeadlineExceeded while waiting for the pool", err)
 		}
-		if n := f.accepted.Load(); n != before+1 {
-			t.Fatalf("dialed beyond the pool cap: %d connections", n-before)
+		if n := f.accepted.Load(); n != 1 {
+			t.Fatalf("dialed beyond the pool cap: %d connections", n)
 		}
 		release()
-		if err := <-held; err != context.Canceled {
+		if err := waitErr(t, "the holder", held); err != context.Canceled {
 			t.Fatalf("holder err = %v", err)
 		}
 	})
@@ -407,7 +456,7 @@ func TestRESPPoolSizing(t *testing.T) {
 	}
 }
 
-// testCert returns a self-signed certificate for 127.0.0.1/localhost and
+// respTestCert returns a self-signed certificate for 127.0.0.1/localhost and
 // a pool trusting it, plus the PEM-free DER pieces for callers that need
 // files.
 func respTestCert(t *testing.T) (tls.Certificate, *x509.CertPool, []byte, *ecdsa.PrivateKey) {

@@ -1,4 +1,4 @@
-package gateway
+package store
 
 import (
 	"bufio"
@@ -20,20 +20,20 @@ import (
 
 // --- against the in-process fake server ---
 
-func testRedisStore(t *testing.T, addr string) *redisStore {
-	return &redisStore{c: testRESPClient(t, respConfig{address: addr})}
+func testRedisStore(t *testing.T, addr string) *Redis {
+	return &Redis{c: testRESPClient(t, respConfig{address: addr})}
 }
 
 func TestRedisStoreApplyCommands(t *testing.T) {
 	f := startFakeRESP(t, &fakeRESP{})
 	s := testRedisStore(t, f.addr)
 	ctx := context.Background()
-	incrs := []counterIncr{
-		{key: "a", delta: 5, ttl: 60*time.Second + 500*time.Millisecond},
-		{key: "b", delta: 1, ttl: 0},
-		{key: "a", delta: 2, ttl: 2 * time.Minute},
+	incrs := []Incr{
+		{Key: "a", Delta: 5, TTL: 60*time.Second + 500*time.Millisecond},
+		{Key: "b", Delta: 1, TTL: 0},
+		{Key: "a", Delta: 2, TTL: 2 * time.Minute},
 	}
-	iv, gv, err := s.apply(ctx, incrs, []string{"a", "c", "b"})
+	iv, gv, err := s.Apply(ctx, incrs, []string{"a", "c", "b"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestRedisStoreApplyCommands(t *testing.T) {
 	}
 
 	// Nothing to do: no round trip.
-	iv, gv, err = s.apply(ctx, nil, nil)
+	iv, gv, err = s.Apply(ctx, nil, nil)
 	if err != nil || iv != nil || gv != nil {
 		t.Fatalf("empty apply = %v %v %v", iv, gv, err)
 	}
@@ -63,11 +63,11 @@ func TestRedisStoreApplyCommands(t *testing.T) {
 		t.Fatalf("roundTripCount = %d after an empty apply", n)
 	}
 	// Gets only: one MGET. Incrs only: no MGET.
-	iv, gv, err = s.apply(ctx, nil, []string{"b", "zz"})
+	iv, gv, err = s.Apply(ctx, nil, []string{"b", "zz"})
 	if err != nil || len(iv) != 0 || !reflect.DeepEqual(gv, []int64{1, 0}) {
 		t.Fatalf("gets-only apply = %v %v %v", iv, gv, err)
 	}
-	iv, gv, err = s.apply(ctx, []counterIncr{{key: "n", delta: -3, ttl: time.Nanosecond}}, nil)
+	iv, gv, err = s.Apply(ctx, []Incr{{Key: "n", Delta: -3, TTL: time.Nanosecond}}, nil)
 	if err != nil || !reflect.DeepEqual(iv, []int64{-3}) || gv != nil {
 		t.Fatalf("incrs-only apply = %v %v %v", iv, gv, err)
 	}
@@ -85,14 +85,14 @@ func TestRedisStoreErrorReplies(t *testing.T) {
 	f := startFakeRESP(t, &fakeRESP{})
 	s := testRedisStore(t, f.addr)
 	ctx := context.Background()
-	if err := s.setBlob(ctx, "str", []byte(secretValue), time.Minute); err != nil {
+	if err := s.SetBlob(ctx, "str", []byte(secretValue), time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err := s.apply(ctx, []counterIncr{{key: "str", delta: 1, ttl: time.Minute}}, nil)
+	_, _, err := s.Apply(ctx, []Incr{{Key: "str", Delta: 1, TTL: time.Minute}}, nil)
 	if err == nil || err.Error() != "redis: INCRBY: ERR value is not an integer or out of range" {
 		t.Fatalf("INCRBY on a string: %v", err)
 	}
-	_, _, err = s.apply(ctx, nil, []string{"ok", "str"})
+	_, _, err = s.Apply(ctx, nil, []string{"ok", "str"})
 	if err == nil || !strings.Contains(err.Error(), "MGET") || strings.Contains(err.Error(), secretValue) {
 		t.Fatalf("MGET of a non-integer: %v", err)
 	}
@@ -103,38 +103,38 @@ func TestRedisStoreErrorReplies(t *testing.T) {
 		want        string
 	}{
 		{"EXPIRE", "-ERR boom\r\n", func() error {
-			_, _, err := s.apply(ctx, []counterIncr{{key: "x", delta: 1, ttl: time.Second}}, nil)
+			_, _, err := s.Apply(ctx, []Incr{{Key: "x", Delta: 1, TTL: time.Second}}, nil)
 			return err
 		}, "redis: EXPIRE: ERR boom"},
 		{"INCRBY", "+OK\r\n", func() error {
-			_, _, err := s.apply(ctx, []counterIncr{{key: "x", delta: 1, ttl: time.Second}}, nil)
+			_, _, err := s.Apply(ctx, []Incr{{Key: "x", Delta: 1, TTL: time.Second}}, nil)
 			return err
 		}, "redis: INCRBY: unexpected reply type '+'"},
 		{"MGET", ":1\r\n", func() error {
-			_, _, err := s.apply(ctx, nil, []string{"x"})
+			_, _, err := s.Apply(ctx, nil, []string{"x"})
 			return err
 		}, "redis: MGET: unexpected reply shape"},
 		{"MGET", "*1\r\n:5\r\n", func() error {
-			_, _, err := s.apply(ctx, nil, []string{"x"})
+			_, _, err := s.Apply(ctx, nil, []string{"x"})
 			return err
 		}, "redis: MGET: unexpected element type ':'"},
 		{"MGET", "*2\r\n$1\r\n1\r\n$1\r\n2\r\n", func() error {
-			_, _, err := s.apply(ctx, nil, []string{"x"})
+			_, _, err := s.Apply(ctx, nil, []string{"x"})
 			return err
 		}, "redis: MGET: unexpected reply shape"},
 		{"GET", "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n", func() error {
-			_, _, err := s.getBlob(ctx, "x")
+			_, _, err := s.GetBlob(ctx, "x")
 			return err
 		}, "redis: GET: WRONGTYPE Operation against a key holding the wrong kind of value"},
 		{"GET", ":1\r\n", func() error {
-			_, _, err := s.getBlob(ctx, "x")
+			_, _, err := s.GetBlob(ctx, "x")
 			return err
 		}, "redis: GET: unexpected reply type ':'"},
 		{"SET", "-OOM command not allowed when used memory > 'maxmemory'.\r\n", func() error {
-			return s.setBlob(ctx, "x", []byte("v"), time.Second)
+			return s.SetBlob(ctx, "x", []byte("v"), time.Second)
 		}, "redis: SET: OOM command not allowed when used memory > 'maxmemory'."},
 		{"SET", "$-1\r\n", func() error {
-			return s.setBlob(ctx, "x", []byte("v"), time.Second)
+			return s.SetBlob(ctx, "x", []byte("v"), time.Second)
 		}, "redis: SET: unexpected reply type '$'"},
 	}
 	for _, tc := range cases {
@@ -161,14 +161,14 @@ func TestRedisStoreErrorReplies(t *testing.T) {
 	}
 
 	// A transport failure surfaces as the client's error.
-	s.c.close()
-	if _, _, err := s.apply(ctx, []counterIncr{{key: "x", delta: 1}}, []string{"x"}); err != errRESPClosed {
+	s.Close()
+	if _, _, err := s.Apply(ctx, []Incr{{Key: "x", Delta: 1}}, []string{"x"}); err != errRESPClosed {
 		t.Fatalf("apply on a closed client: %v", err)
 	}
-	if _, _, err := s.getBlob(ctx, "x"); err != errRESPClosed {
+	if _, _, err := s.GetBlob(ctx, "x"); err != errRESPClosed {
 		t.Fatalf("getBlob on a closed client: %v", err)
 	}
-	if err := s.setBlob(ctx, "x", nil, time.Second); err != errRESPClosed {
+	if err := s.SetBlob(ctx, "x", nil, time.Second); err != errRESPClosed {
 		t.Fatalf("setBlob on a closed client: %v", err)
 	}
 }
@@ -178,24 +178,24 @@ func TestRedisStoreBlobsFake(t *testing.T) {
 	s := testRedisStore(t, f.addr)
 	ctx := context.Background()
 	value := []byte("\x00\r\nv$-1\r\n")
-	if err := s.setBlob(ctx, "k", value, 1500*time.Millisecond); err != nil {
+	if err := s.SetBlob(ctx, "k", value, 1500*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.connLog(0); !reflect.DeepEqual(got, []string{"SET k " + string(value) + " EX 2"}) {
 		t.Fatalf("commands %q", got)
 	}
-	got, ok, err := s.getBlob(ctx, "k")
+	got, ok, err := s.GetBlob(ctx, "k")
 	if err != nil || !ok || !bytes.Equal(got, value) {
 		t.Fatalf("getBlob = %q %v %v", got, ok, err)
 	}
-	got, ok, err = s.getBlob(ctx, "missing")
+	got, ok, err = s.GetBlob(ctx, "missing")
 	if err != nil || ok || got != nil {
 		t.Fatalf("getBlob(missing) = %q %v %v", got, ok, err)
 	}
-	if err := s.setBlob(ctx, "e", nil, -time.Second); err != nil {
+	if err := s.SetBlob(ctx, "e", nil, -time.Second); err != nil {
 		t.Fatal(err)
 	}
-	got, ok, err = s.getBlob(ctx, "e")
+	got, ok, err = s.GetBlob(ctx, "e")
 	if err != nil || !ok || len(got) != 0 || f.ttl("0", "e") != "1" {
 		t.Fatalf("empty blob = %q %v %v ttl %q", got, ok, err, f.ttl("0", "e"))
 	}
@@ -217,46 +217,36 @@ func TestRedisTTLSeconds(t *testing.T) {
 	}
 }
 
-func TestRedisStoreFromConfig(t *testing.T) {
-	f := startFakeRESP(t, &fakeRESP{password: "from-env-PW"})
-	setenv(t, "LLMGW_TEST_REDIS_PASSWORD", "  from-env-PW \n")
-	rs, err := compileRedis(&RedisConfig{Address: f.addr, Password: "env:LLMGW_TEST_REDIS_PASSWORD", DB: 5, PoolSize: 7})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := newRedisStore(rs)
-	t.Cleanup(s.close)
-	if s.c.cfg.password != "from-env-PW" || s.c.cfg.db != 5 || cap(s.c.slots) != 7 || s.c.cfg.tls {
+func TestNewRedis(t *testing.T) {
+	f := startFakeRESP(t, &fakeRESP{password: "settings-PW"})
+	s := NewRedis(RedisSettings{Address: f.addr, Password: "settings-PW", DB: 5, PoolSize: 7})
+	t.Cleanup(s.Close)
+	if s.c.cfg.password != "settings-PW" || s.c.cfg.db != 5 || cap(s.c.slots) != 7 || s.c.cfg.tls {
 		t.Fatalf("config %+v", s.c.cfg)
 	}
-	time.Sleep(20 * time.Millisecond)
+	if s.c.cfg.dialTimeout != 2*time.Second || s.c.cfg.ioTimeout != 2*time.Second {
+		t.Fatalf("timeouts: dial %v, i/o %v, want 2s each", s.c.cfg.dialTimeout, s.c.cfg.ioTimeout)
+	}
+	// Construction never dials: every connection, open or being opened,
+	// holds a pool slot, and none is taken.
+	if n := len(s.c.slots); n != 0 {
+		t.Fatalf("construction took %d pool slots", n)
+	}
 	if n := f.accepted.Load(); n != 0 {
 		t.Fatalf("construction dialed %d connections", n)
 	}
-	if _, _, err := s.apply(context.Background(), []counterIncr{{key: "k", delta: 4, ttl: time.Minute}}, nil); err != nil {
+	if _, _, err := s.Apply(context.Background(), []Incr{{Key: "k", Delta: 4, TTL: time.Minute}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.connLog(0); !reflect.DeepEqual(got, []string{"AUTH from-env-PW", "SELECT 5", "INCRBY k 4", "EXPIRE k 60"}) {
+	if got := f.connLog(0); !reflect.DeepEqual(got, []string{"AUTH settings-PW", "SELECT 5", "INCRBY k 4", "EXPIRE k 60"}) {
 		t.Fatalf("commands %q", got)
 	}
-
-	bad := []struct {
-		cfg  *RedisConfig
-		want string
-	}{
-		{&RedisConfig{}, "config: redis.address: required when the redis block is present (host:port)"},
-		{&RedisConfig{Address: "h"}, `config: redis.address: "h" is not host:port`},
-		{&RedisConfig{Address: "h:0"}, `config: redis.address: "h:0" has an invalid port`},
-		{&RedisConfig{Address: "h:1", DB: -1}, "config: redis.db: -1 must be >= 0"},
-		{&RedisConfig{Address: "h:1", PoolSize: -1}, "config: redis.poolSize: -1 is out of range (0 self-tunes; at most 256)"},
-		{&RedisConfig{Address: "h:1", PoolSize: 257}, "config: redis.poolSize: 257 is out of range (0 self-tunes; at most 256)"},
-		{&RedisConfig{Address: "h:1", Password: "env:LLMGW_TEST_REDIS_UNSET_VAR"}, "config: redis.password: environment variable LLMGW_TEST_REDIS_UNSET_VAR is unset or empty"},
+	if n := s.RoundTrips(); n != 1 {
+		t.Fatalf("RoundTrips = %d, want 1 (AUTH and SELECT are part of the dial)", n)
 	}
-	for _, tc := range bad {
-		_, err := compileRedis(tc.cfg)
-		if err == nil || err.Error() != tc.want {
-			t.Errorf("%+v: err = %v, want %q", tc.cfg, err, tc.want)
-		}
+	s.Close()
+	if _, _, err := s.Apply(context.Background(), nil, []string{"k"}); err != errRESPClosed {
+		t.Fatalf("Apply after Close: %v", err)
 	}
 }
 
@@ -425,33 +415,29 @@ func wantRedisTTL(t *testing.T, what string, v respValue, lo, hi int64) {
 	}
 }
 
-func realRedisStore(t *testing.T, cfg RedisConfig) *redisStore {
+func realRedisStore(t *testing.T, rs RedisSettings) *Redis {
 	t.Helper()
-	rs, err := compileRedis(&cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := newRedisStore(rs)
-	t.Cleanup(s.close)
+	s := NewRedis(rs)
+	t.Cleanup(s.Close)
 	return s
 }
 
 func TestRedisRealApply(t *testing.T) {
 	addr := startRedis(t)
-	s := realRedisStore(t, RedisConfig{Address: addr})
+	s := realRedisStore(t, RedisSettings{Address: addr})
 	ctx := context.Background()
-	incrs := []counterIncr{
-		{key: "llmgw:t:a", delta: 5, ttl: 90 * time.Second},
-		{key: "llmgw:t:b", delta: 2, ttl: 1500 * time.Millisecond},
+	incrs := []Incr{
+		{Key: "llmgw:t:a", Delta: 5, TTL: 90 * time.Second},
+		{Key: "llmgw:t:b", Delta: 2, TTL: 1500 * time.Millisecond},
 	}
-	iv, gv, err := s.apply(ctx, incrs, []string{"llmgw:t:a", "llmgw:t:missing", "llmgw:t:b"})
+	iv, gv, err := s.Apply(ctx, incrs, []string{"llmgw:t:a", "llmgw:t:missing", "llmgw:t:b"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(iv, []int64{5, 2}) || !reflect.DeepEqual(gv, []int64{5, 0, 2}) {
 		t.Fatalf("apply = %v %v, want [5 2] [5 0 2]", iv, gv)
 	}
-	iv, gv, err = s.apply(ctx, []counterIncr{{key: "llmgw:t:a", delta: -8, ttl: 90 * time.Second}}, []string{"llmgw:t:b"})
+	iv, gv, err = s.Apply(ctx, []Incr{{Key: "llmgw:t:a", Delta: -8, TTL: 90 * time.Second}}, []string{"llmgw:t:b"})
 	if err != nil || !reflect.DeepEqual(iv, []int64{-3}) || !reflect.DeepEqual(gv, []int64{2}) {
 		t.Fatalf("second apply = %v %v %v, want [-3] [2]", iv, gv, err)
 	}
@@ -470,21 +456,21 @@ func TestRedisRealApply(t *testing.T) {
 		t.Errorf("GET a = %#v", r[3])
 	}
 	// Missing keys only.
-	iv, gv, err = s.apply(ctx, nil, []string{"llmgw:t:m1", "llmgw:t:m2"})
+	iv, gv, err = s.Apply(ctx, nil, []string{"llmgw:t:m1", "llmgw:t:m2"})
 	if err != nil || len(iv) != 0 || !reflect.DeepEqual(gv, []int64{0, 0}) {
 		t.Fatalf("missing gets = %v %v %v", iv, gv, err)
 	}
 	// Server error replies surface, naming the command.
 	redisRaw(t, addr, []string{"SET", "llmgw:t:str", "hello-VALUE"}, []string{"LPUSH", "llmgw:t:list", "x"})
-	_, _, err = s.apply(ctx, []counterIncr{{key: "llmgw:t:str", delta: 1, ttl: time.Minute}}, nil)
+	_, _, err = s.Apply(ctx, []Incr{{Key: "llmgw:t:str", Delta: 1, TTL: time.Minute}}, nil)
 	if err == nil || err.Error() != "redis: INCRBY: ERR value is not an integer or out of range" {
 		t.Fatalf("INCRBY on a string: %v", err)
 	}
-	_, _, err = s.apply(ctx, nil, []string{"llmgw:t:str"})
+	_, _, err = s.Apply(ctx, nil, []string{"llmgw:t:str"})
 	if err == nil || !strings.Contains(err.Error(), "MGET") || strings.Contains(err.Error(), "hello-VALUE") {
 		t.Fatalf("MGET of a string: %v", err)
 	}
-	_, _, err = s.getBlob(ctx, "llmgw:t:list")
+	_, _, err = s.GetBlob(ctx, "llmgw:t:list")
 	if err == nil || !strings.HasPrefix(err.Error(), "redis: GET: WRONGTYPE") {
 		t.Fatalf("GET of a list: %v", err)
 	}
@@ -495,31 +481,31 @@ func TestRedisRealApply(t *testing.T) {
 
 func TestRedisRealBlobs(t *testing.T) {
 	addr := startRedis(t)
-	s := realRedisStore(t, RedisConfig{Address: addr})
+	s := realRedisStore(t, RedisSettings{Address: addr})
 	ctx := context.Background()
 	// Larger than the reader's buffer and the bulk chunk, every byte value.
 	big := make([]byte, 300<<10)
 	for i := 0; i < len(big); i++ {
 		big[i] = byte(i * 7)
 	}
-	if err := s.setBlob(ctx, "llmgw:t:blob", big, 3*time.Second); err != nil {
+	if err := s.SetBlob(ctx, "llmgw:t:blob", big, 3*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	got, ok, err := s.getBlob(ctx, "llmgw:t:blob")
+	got, ok, err := s.GetBlob(ctx, "llmgw:t:blob")
 	if err != nil || !ok || !bytes.Equal(got, big) {
 		t.Fatalf("getBlob: ok=%v err=%v equal=%v", ok, err, bytes.Equal(got, big))
 	}
-	if err := s.setBlob(ctx, "llmgw:t:small", []byte("v1"), 1100*time.Millisecond); err != nil {
+	if err := s.SetBlob(ctx, "llmgw:t:small", []byte("v1"), 1100*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.setBlob(ctx, "llmgw:t:small", []byte("v2\r\n"), 10*time.Minute); err != nil {
+	if err := s.SetBlob(ctx, "llmgw:t:small", []byte("v2\r\n"), 10*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	got, ok, err = s.getBlob(ctx, "llmgw:t:small")
+	got, ok, err = s.GetBlob(ctx, "llmgw:t:small")
 	if err != nil || !ok || string(got) != "v2\r\n" {
 		t.Fatalf("getBlob(small) = %q %v %v", got, ok, err)
 	}
-	got, ok, err = s.getBlob(ctx, "llmgw:t:nope")
+	got, ok, err = s.GetBlob(ctx, "llmgw:t:nope")
 	if err != nil || ok || got != nil {
 		t.Fatalf("getBlob(missing) = %q %v %v", got, ok, err)
 	}
@@ -531,13 +517,13 @@ func TestRedisRealBlobs(t *testing.T) {
 func TestRedisRealAuthSelect(t *testing.T) {
 	const pw = "real-Redis-pw-9"
 	addr := startRedis(t, "--requirepass", pw)
-	s := realRedisStore(t, RedisConfig{Address: addr, Password: pw, DB: 3})
+	s := realRedisStore(t, RedisSettings{Address: addr, Password: pw, DB: 3})
 	ctx := context.Background()
-	iv, _, err := s.apply(ctx, []counterIncr{{key: "llmgw:t:db", delta: 7, ttl: time.Minute}}, nil)
+	iv, _, err := s.Apply(ctx, []Incr{{Key: "llmgw:t:db", Delta: 7, TTL: time.Minute}}, nil)
 	if err != nil || !reflect.DeepEqual(iv, []int64{7}) {
 		t.Fatalf("apply = %v %v", iv, err)
 	}
-	if err := s.setBlob(ctx, "llmgw:t:blob", []byte("b"), time.Minute); err != nil {
+	if err := s.SetBlob(ctx, "llmgw:t:blob", []byte("b"), time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	r := redisRaw(t, addr,
@@ -552,13 +538,13 @@ func TestRedisRealAuthSelect(t *testing.T) {
 		t.Fatalf("raw view: %#v", r)
 	}
 
-	wrong := realRedisStore(t, RedisConfig{Address: addr, Password: "wrong-Secret-42", DB: 3})
-	_, _, err = wrong.apply(ctx, []counterIncr{{key: "x", delta: 1}}, nil)
+	wrong := realRedisStore(t, RedisSettings{Address: addr, Password: "wrong-Secret-42", DB: 3})
+	_, _, err = wrong.Apply(ctx, []Incr{{Key: "x", Delta: 1}}, nil)
 	if err == nil || !strings.Contains(err.Error(), "AUTH failed") || strings.Contains(err.Error(), "wrong-Secret-42") {
 		t.Fatalf("wrong password: %v", err)
 	}
-	none := realRedisStore(t, RedisConfig{Address: addr})
-	_, _, err = none.apply(ctx, []counterIncr{{key: "x", delta: 1}}, nil)
+	none := realRedisStore(t, RedisSettings{Address: addr})
+	_, _, err = none.Apply(ctx, []Incr{{Key: "x", Delta: 1}}, nil)
 	if err == nil || !strings.HasPrefix(err.Error(), "redis: INCRBY: NOAUTH") {
 		t.Fatalf("no password: %v", err)
 	}
@@ -566,7 +552,7 @@ func TestRedisRealAuthSelect(t *testing.T) {
 
 func TestRedisRealConcurrentApply(t *testing.T) {
 	addr := startRedis(t)
-	s := realRedisStore(t, RedisConfig{Address: addr, PoolSize: 4})
+	s := realRedisStore(t, RedisSettings{Address: addr, PoolSize: 4})
 	const n = 100
 	const key = "llmgw:t:concurrent"
 	var wg sync.WaitGroup
@@ -584,7 +570,7 @@ func TestRedisRealConcurrentApply(t *testing.T) {
 					mu.Unlock()
 				}
 			}()
-			iv, gv, err := s.apply(context.Background(), []counterIncr{{key: key, delta: 1, ttl: time.Minute}}, []string{key})
+			iv, gv, err := s.Apply(context.Background(), []Incr{{Key: key, Delta: 1, TTL: time.Minute}}, []string{key})
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -653,15 +639,15 @@ func TestRedisRealTLS(t *testing.T) {
 		}
 		t.Skipf("redis-server did not start with TLS (built without it?):\n%s", log)
 	}
-	s := realRedisStore(t, RedisConfig{Address: addr, TLS: true, DB: 2})
+	s := realRedisStore(t, RedisSettings{Address: addr, TLS: true, DB: 2})
 	s.c.tlsRoots = pool
-	iv, gv, err := s.apply(context.Background(), []counterIncr{{key: "llmgw:t:tls", delta: 11, ttl: time.Minute}}, []string{"llmgw:t:tls"})
+	iv, gv, err := s.Apply(context.Background(), []Incr{{Key: "llmgw:t:tls", Delta: 11, TTL: time.Minute}}, []string{"llmgw:t:tls"})
 	if err != nil || !reflect.DeepEqual(iv, []int64{11}) || !reflect.DeepEqual(gv, []int64{11}) {
 		t.Fatalf("apply over TLS = %v %v %v", iv, gv, err)
 	}
 	// Verification is on: the system roots do not trust the test CA.
-	untrusted := realRedisStore(t, RedisConfig{Address: addr, TLS: true})
-	_, _, err = untrusted.apply(context.Background(), []counterIncr{{key: "x", delta: 1}}, nil)
+	untrusted := realRedisStore(t, RedisSettings{Address: addr, TLS: true})
+	_, _, err = untrusted.Apply(context.Background(), []Incr{{Key: "x", Delta: 1}}, nil)
 	if err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Fatalf("untrusted server certificate: %v", err)
 	}

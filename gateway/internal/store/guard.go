@@ -1,0 +1,141 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+)
+
+// Guarded bounds what a failing Redis can cost a request. Every
+// operation gets a short timeout (which also bounds the wait for a pooled
+// connection). A failure that was slow — a hung or unreachable-by-timeout
+// Redis — marks the store down for a cooldown: operations then fail at
+// once (so the limiter falls back or answers 503 without waiting), until a
+// single probe finds Redis answering again. A hung Redis therefore costs
+// one timeout per cooldown, not one per request. A fast failure
+// (connection refused while Redis restarts) is not cooled down: trying
+// again costs nothing, and counting returns to Redis the moment it is
+// back.
+type Guarded struct {
+	inner    Shared
+	timeout  time.Duration
+	cooldown time.Duration
+	now      func() time.Time
+
+	downUntil atomic.Int64 // unix nanos on now's clock; 0 = up
+	probing   atomic.Bool
+}
+
+// GuardOptions tunes NewGuarded; a zero field takes its default.
+type GuardOptions struct {
+	// Timeout bounds each operation, including the wait for a pooled
+	// connection. A failure after at least half of it counts as slow.
+	// Default 1 s.
+	Timeout time.Duration
+	// Cooldown is how long a slow failure keeps the store marked down.
+	// Default 1 s.
+	Cooldown time.Duration
+	// Now is the clock for the cooldown and for telling slow failures
+	// from fast ones. Default time.Now.
+	Now func() time.Time
+}
+
+// errCoolingDown is what an operation returns, without touching the
+// inner store, while the store is marked down.
+var errCoolingDown = errors.New("redis failed recently; skipping it until the cooldown ends")
+
+const (
+	defaultGuardTimeout  = time.Second
+	defaultGuardCooldown = time.Second
+)
+
+// NewGuarded wraps inner (Redis) with the per-operation timeout and the
+// cooldown after a slow failure.
+func NewGuarded(inner Shared, opts GuardOptions) *Guarded {
+	s := &Guarded{inner: inner, timeout: opts.Timeout, cooldown: opts.Cooldown, now: opts.Now}
+	if s.timeout <= 0 {
+		s.timeout = defaultGuardTimeout
+	}
+	if s.cooldown <= 0 {
+		s.cooldown = defaultGuardCooldown
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	return s
+}
+
+// begin decides whether an operation may use Redis now, and whether it is
+// the single probe after a cooldown.
+func (s *Guarded) begin() (bool, bool) {
+	down := s.downUntil.Load()
+	if down == 0 {
+		return true, false
+	}
+	if s.now().UnixNano() < down {
+		return false, false
+	}
+	if s.probing.CompareAndSwap(false, true) {
+		return true, true
+	}
+	return false, false
+}
+
+// end records an operation's outcome. A caller's own cancellation says
+// nothing about Redis.
+func (s *Guarded) end(parent, ctx context.Context, err error, probe bool, started time.Time) {
+	if probe {
+		defer s.probing.Store(false)
+	}
+	switch {
+	case parent.Err() != nil:
+		// The caller went away: that says nothing about Redis.
+	case err == nil:
+		s.downUntil.Store(0)
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) || s.now().Sub(started) >= s.timeout/2:
+		s.downUntil.Store(s.now().Add(s.cooldown).UnixNano())
+	}
+}
+
+// Apply is the inner Apply under the guard.
+func (s *Guarded) Apply(ctx context.Context, incrs []Incr, gets []string) ([]int64, []int64, error) {
+	ok, probe := s.begin()
+	if !ok {
+		return nil, nil, errCoolingDown
+	}
+	opCtx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	started := s.now()
+	a, b, err := s.inner.Apply(opCtx, incrs, gets)
+	s.end(ctx, opCtx, err, probe, started)
+	return a, b, err
+}
+
+// GetBlob is the inner GetBlob under the guard.
+func (s *Guarded) GetBlob(ctx context.Context, key string) ([]byte, bool, error) {
+	ok, probe := s.begin()
+	if !ok {
+		return nil, false, errCoolingDown
+	}
+	opCtx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	started := s.now()
+	v, found, err := s.inner.GetBlob(opCtx, key)
+	s.end(ctx, opCtx, err, probe, started)
+	return v, found, err
+}
+
+// SetBlob is the inner SetBlob under the guard.
+func (s *Guarded) SetBlob(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+	ok, probe := s.begin()
+	if !ok {
+		return errCoolingDown
+	}
+	opCtx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	started := s.now()
+	err := s.inner.SetBlob(opCtx, key, value, ttl)
+	s.end(ctx, opCtx, err, probe, started)
+	return err
+}

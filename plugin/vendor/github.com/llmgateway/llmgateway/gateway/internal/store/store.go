@@ -1,0 +1,47 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Incr is one counter increment: Apply adds Delta to Key (a missing key
+// starts at 0) and (re)sets the key's time to live to TTL.
+type Incr struct {
+	Key   string
+	Delta int64
+	TTL   time.Duration
+}
+
+// Counter applies one batch of counter operations in ONE round trip
+// (Redis: one pipelined write, one read of all replies), however many
+// keys the batch touches.
+type Counter interface {
+	// Apply performs every incr, then reads every get key (a missing key
+	// reads 0). It returns the post-increment value of each incr and the
+	// value of each get, in order. Semantics are at-least-once: a batch
+	// resent after a lost reply counts twice, never zero times.
+	Apply(ctx context.Context, incrs []Incr, gets []string) ([]int64, []int64, error)
+}
+
+// Blob holds opaque values with a time to live (the response cache).
+type Blob interface {
+	// GetBlob returns the value, whether it exists, and a store error.
+	GetBlob(ctx context.Context, key string) ([]byte, bool, error)
+	// SetBlob stores value for ttl (rounded up to whole seconds, at
+	// least one).
+	SetBlob(ctx context.Context, key string, value []byte, ttl time.Duration) error
+}
+
+// Shared is a store that is both a Counter and a Blob: Redis, and the
+// Guarded store around it.
+type Shared interface {
+	Counter
+	Blob
+}
+
+var (
+	_ Counter = (*Memory)(nil)
+	_ Shared  = (*Redis)(nil)
+	_ Shared  = (*Guarded)(nil)
+)
