@@ -325,16 +325,10 @@ func newResponseCache(blobs store.Blob, log *logger, maxBodyBytes int64) *respon
 	return &responseCache{blobs: blobs, log: log, maxBodyBytes: maxBodyBytes, now: time.Now}
 }
 
-// lookup returns the cached body for key; a store error, a missing entry
+// lookup returns the cached body for key and its stored upstream
+// Content-Type ("" when none was saved); a store error, a missing entry
 // or a corrupted value is a miss.
-func (c *responseCache) lookup(ctx context.Context, key string) ([]byte, bool) {
-	_, body, ok := c.lookupTyped(ctx, key)
-	return body, ok
-}
-
-// lookupTyped is lookup that also returns the stored upstream
-// Content-Type ("" when none was saved).
-func (c *responseCache) lookupTyped(ctx context.Context, key string) (string, []byte, bool) {
+func (c *responseCache) lookup(ctx context.Context, key string) (string, []byte, bool) {
 	if c == nil || c.blobs == nil {
 		return "", nil, false
 	}
@@ -353,17 +347,11 @@ func (c *responseCache) lookupTyped(ctx context.Context, key string) (string, []
 	return ct, body, true
 }
 
-// save stores body under key for ttl (floored to 1s) without a
-// Content-Type. See saveTyped.
-func (c *responseCache) save(ctx context.Context, key string, body []byte, ttl time.Duration) {
-	c.saveTyped(ctx, key, "", body, ttl)
-}
-
-// saveTyped stores body and its upstream Content-Type under key for ttl
+// save stores body and its upstream Content-Type under key for ttl
 // (floored to 1s). A body above maxBodyBytes is skipped; a Content-Type
 // with control characters or longer than 200 bytes is dropped (stored as
 // ""). It is synchronous: ctx must still be live.
-func (c *responseCache) saveTyped(ctx context.Context, key, contentType string, body []byte, ttl time.Duration) {
+func (c *responseCache) save(ctx context.Context, key, contentType string, body []byte, ttl time.Duration) {
 	if c == nil || c.blobs == nil {
 		return
 	}

@@ -20,7 +20,7 @@ func (c *call) serveCached() bool {
 	if !ok {
 		return false
 	}
-	if contentType, body, hit := g.cache.lookupTyped(c.r.Context(), key); hit {
+	if contentType, body, hit := g.cache.lookup(c.r.Context(), key); hit {
 		if contentType == "" {
 			contentType = "application/json"
 		}
@@ -44,5 +44,5 @@ func (c *call) saveCached(out *outcome) {
 	if c.cacheKey == "" || out.status != http.StatusOK || out.body == nil || out.err != nil {
 		return
 	}
-	c.g.cache.saveTyped(c.r.Context(), c.cacheKey, out.contentType, out.body, c.cacheTTL)
+	c.g.cache.save(c.r.Context(), c.cacheKey, out.contentType, out.body, c.cacheTTL)
 }

@@ -331,11 +331,11 @@ func TestResponseCacheHitMiss(t *testing.T) {
 	logs := &cacheTestLog{}
 	c := newResponseCache(store, newLogger("t", logs), 64)
 	ctx := context.Background()
-	if body, ok := c.lookup(ctx, "k1"); ok || body != nil {
+	if _, body, ok := c.lookup(ctx, "k1"); ok || body != nil {
 		t.Fatalf("empty store: lookup = %q, %v; want miss", body, ok)
 	}
-	c.save(ctx, "k1", []byte(`{"id":"x"}`), 2*time.Minute)
-	body, ok := c.lookup(ctx, "k1")
+	c.save(ctx, "k1", "", []byte(`{"id":"x"}`), 2*time.Minute)
+	_, body, ok := c.lookup(ctx, "k1")
 	if !ok || string(body) != `{"id":"x"}` {
 		t.Fatalf("lookup after save = %q, %v", body, ok)
 	}
@@ -346,32 +346,32 @@ func TestResponseCacheHitMiss(t *testing.T) {
 		t.Errorf("stored value %q, want prefix %q", store.values["k1"], want)
 	}
 	// Content-Type round trip.
-	c.saveTyped(ctx, "k2", "application/json; charset=utf-8", []byte(`{"a":1}`), time.Minute)
-	ct, body2, ok2 := c.lookupTyped(ctx, "k2")
+	c.save(ctx, "k2", "application/json; charset=utf-8", []byte(`{"a":1}`), time.Minute)
+	ct, body2, ok2 := c.lookup(ctx, "k2")
 	if !ok2 || ct != "application/json; charset=utf-8" || string(body2) != `{"a":1}` {
 		t.Fatalf("lookupTyped = %q, %q, %v", ct, body2, ok2)
 	}
-	ct, _, ok2 = c.lookupTyped(ctx, "k1")
+	ct, _, ok2 = c.lookup(ctx, "k1")
 	if !ok2 || ct != "" {
 		t.Errorf("untyped entry: content type %q, %v; want \"\", true", ct, ok2)
 	}
 	// A header-injecting Content-Type is dropped, the body still stored.
-	c.saveTyped(ctx, "k3", "text/plain\r\nX-Evil: 1", []byte(`{}`), time.Minute)
-	ct, body3, ok3 := c.lookupTyped(ctx, "k3")
+	c.save(ctx, "k3", "text/plain\r\nX-Evil: 1", []byte(`{}`), time.Minute)
+	ct, body3, ok3 := c.lookup(ctx, "k3")
 	if !ok3 || ct != "" || string(body3) != `{}` {
 		t.Errorf("control-char content type: got %q, %q, %v", ct, body3, ok3)
 	}
 	// Empty body round-trips.
-	c.save(ctx, "k4", []byte{}, time.Minute)
-	if body4, ok4 := c.lookup(ctx, "k4"); !ok4 || len(body4) != 0 {
+	c.save(ctx, "k4", "", []byte{}, time.Minute)
+	if _, body4, ok4 := c.lookup(ctx, "k4"); !ok4 || len(body4) != 0 {
 		t.Errorf("empty body: %q, %v", body4, ok4)
 	}
 	// The store's TTL floor.
-	c.save(ctx, "k5", []byte("x"), 0)
+	c.save(ctx, "k5", "", []byte("x"), 0)
 	if store.ttls["k5"] != time.Second {
 		t.Errorf("ttl 0 stored as %v, want 1s", store.ttls["k5"])
 	}
-	c.save(ctx, "k6", []byte("x"), -time.Hour)
+	c.save(ctx, "k6", "", []byte("x"), -time.Hour)
 	if store.ttls["k6"] != time.Second {
 		t.Errorf("negative ttl stored as %v, want 1s", store.ttls["k6"])
 	}
@@ -384,21 +384,21 @@ func TestResponseCacheOversized(t *testing.T) {
 	store := newCacheTestStore()
 	c := newResponseCache(store, newLogger("t", &cacheTestLog{}), 8)
 	ctx := context.Background()
-	c.save(ctx, "at-limit", []byte("12345678"), time.Minute)
-	c.save(ctx, "over", []byte("123456789"), time.Minute)
+	c.save(ctx, "at-limit", "", []byte("12345678"), time.Minute)
+	c.save(ctx, "over", "", []byte("123456789"), time.Minute)
 	if store.sets != 1 {
 		t.Fatalf("SetBlob calls = %d, want 1 (the oversized body must not reach the store)", store.sets)
 	}
-	if _, ok := c.lookup(ctx, "at-limit"); !ok {
+	if _, _, ok := c.lookup(ctx, "at-limit"); !ok {
 		t.Error("body at the limit not cached")
 	}
-	if _, ok := c.lookup(ctx, "over"); ok {
+	if _, _, ok := c.lookup(ctx, "over"); ok {
 		t.Error("oversized body cached")
 	}
 	// An oversized value already in the store (another replica with a
 	// larger limit) is a miss here.
 	store.values["big"] = encodeCacheValue("", []byte("0123456789"))
-	if _, ok := c.lookup(ctx, "big"); ok {
+	if _, _, ok := c.lookup(ctx, "big"); ok {
 		t.Error("stored value above this replica's limit served")
 	}
 	// maxBodyBytes <= 0 means the 1 MiB default.
@@ -415,7 +415,7 @@ func TestResponseCacheCorrupted(t *testing.T) {
 	ctx := context.Background()
 	good := encodeCacheValue("application/json", []byte(`{"id":"x"}`))
 	store.values["good"] = good
-	if _, ok := c.lookup(ctx, "good"); !ok {
+	if _, _, ok := c.lookup(ctx, "good"); !ok {
 		t.Fatal("well-formed value missed")
 	}
 	flipped := append([]byte(nil), good...)
@@ -436,7 +436,7 @@ func TestResponseCacheCorrupted(t *testing.T) {
 	}
 	for name, v := range corrupt {
 		store.values[name] = v
-		if body, ok := c.lookup(ctx, name); ok {
+		if _, body, ok := c.lookup(ctx, name); ok {
 			t.Errorf("%s: corrupted value served as %q", name, body)
 		}
 	}
@@ -452,15 +452,15 @@ func TestResponseCacheStoreErrors(t *testing.T) {
 	c := newResponseCache(store, newLogger("t", logs), 1024)
 	c.now = clock.Now
 	ctx := context.Background()
-	c.save(ctx, "k", []byte("v"), time.Minute)
+	c.save(ctx, "k", "", []byte("v"), time.Minute)
 	store.setFail(errors.New("dial tcp 10.0.0.1:6379: connection refused"))
 
-	if _, ok := c.lookup(ctx, "k"); ok {
+	if _, _, ok := c.lookup(ctx, "k"); ok {
 		t.Fatal("store error served as a hit")
 	}
-	c.save(ctx, "k2", []byte("v"), time.Minute) // no-op, no panic
+	c.save(ctx, "k2", "", []byte("v"), time.Minute) // no-op, no panic
 	clock.Add(29 * time.Second)
-	if _, ok := c.lookup(ctx, "k"); ok {
+	if _, _, ok := c.lookup(ctx, "k"); ok {
 		t.Fatal("store error served as a hit")
 	}
 	l := logs.lines()
@@ -472,7 +472,7 @@ func TestResponseCacheStoreErrors(t *testing.T) {
 		t.Errorf("first line %q", l[0])
 	}
 	clock.Add(time.Second) // 30s after the first line
-	c.save(ctx, "k3", []byte("v"), time.Minute)
+	c.save(ctx, "k3", "", []byte("v"), time.Minute)
 	l = logs.lines()
 	if len(l) != 2 {
 		t.Fatalf("log lines after 30s = %d, want 2: %q", len(l), l)
@@ -482,7 +482,7 @@ func TestResponseCacheStoreErrors(t *testing.T) {
 	}
 	// Recovery: the store works again and serves what it holds.
 	store.setFail(nil)
-	if body, ok := c.lookup(ctx, "k"); !ok || string(body) != "v" {
+	if _, body, ok := c.lookup(ctx, "k"); !ok || string(body) != "v" {
 		t.Errorf("after recovery lookup = %q, %v", body, ok)
 	}
 	// A cancelled request context is the client leaving, not a store
@@ -491,7 +491,7 @@ func TestResponseCacheStoreErrors(t *testing.T) {
 	cctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	clock.Add(time.Hour)
-	if _, ok := c.lookup(cctx, "k"); ok {
+	if _, _, ok := c.lookup(cctx, "k"); ok {
 		t.Error("error on a cancelled context served as a hit")
 	}
 	if l = logs.lines(); len(l) != 2 {
@@ -499,13 +499,13 @@ func TestResponseCacheStoreErrors(t *testing.T) {
 	}
 	// A nil logger or a nil cache never panics.
 	n := newResponseCache(store, nil, 0)
-	n.save(ctx, "x", []byte("v"), time.Minute)
-	if _, ok := n.lookup(ctx, "x"); ok {
+	n.save(ctx, "x", "", []byte("v"), time.Minute)
+	if _, _, ok := n.lookup(ctx, "x"); ok {
 		t.Error("nil-logger cache: hit on a failing store")
 	}
 	var nilCache *responseCache
-	nilCache.save(ctx, "x", []byte("v"), time.Minute)
-	if _, ok := nilCache.lookup(ctx, "x"); ok {
+	nilCache.save(ctx, "x", "", []byte("v"), time.Minute)
+	if _, _, ok := nilCache.lookup(ctx, "x"); ok {
 		t.Error("nil cache hit")
 	}
 }
@@ -528,8 +528,8 @@ func TestResponseCacheStoreErrorsConcurrent(t *testing.T) {
 				}
 			}()
 			for j := 0; j < 20; j++ {
-				c.lookup(context.Background(), "k")
-				c.save(context.Background(), "k", []byte("v"), time.Minute)
+				_, _, _ = c.lookup(context.Background(), "k")
+				c.save(context.Background(), "k", "", []byte("v"), time.Minute)
 			}
 		}()
 	}
@@ -538,7 +538,7 @@ func TestResponseCacheStoreErrorsConcurrent(t *testing.T) {
 		t.Fatalf("concurrent errors logged %d lines, want 1: %q", len(l), l)
 	}
 	clock.Add(31 * time.Second)
-	c.lookup(context.Background(), "k")
+	_, _, _ = c.lookup(context.Background(), "k")
 	l := logs.lines()
 	if len(l) != 2 || !strings.Contains(l[1], "(639 more store errors since the previous report)") {
 		t.Fatalf("after 31s: %q", l)

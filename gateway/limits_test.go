@@ -475,3 +475,10 @@ func TestPassthroughCostAccounted(t *testing.T) {
 		t.Fatalf("passthrough cost = %d micro-USD, want 25", got[0])
 	}
 }
+
+// counterKey is the key format spelled out independently of
+// limitScope.key, as the tests' oracle: llmgw:{kind}:{id}:{metric}:{window}:{bucket}. ':' in an
+// id is escaped so two scopes can never share a key.
+func counterKey(kind, id, metric string, w *window, t time.Time) string {
+	return scopePrefix(kind, id) + metric + ":" + w.name + ":" + w.bucket(t)
+}

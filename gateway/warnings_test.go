@@ -42,3 +42,12 @@ func TestCollisionWarningCollected(t *testing.T) {
 		t.Fatalf("warnings %q (dropped %d)", items, dropped)
 	}
 }
+
+// snapshot returns the kept warnings and how many were dropped.
+func (w *warningLog) snapshot() ([]string, int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]string, len(w.items))
+	copy(out, w.items)
+	return out, w.dropped
+}

@@ -102,3 +102,10 @@ func TestMemorySweepDropsExpiredKeys(t *testing.T) {
 		t.Fatalf("%d keys after a sweep, want only the live one", n)
 	}
 }
+
+// size reports the number of keys held, expired or not (tests).
+func (m *Memory) size() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.entries)
+}

@@ -206,12 +206,6 @@ func (b *windowBuckets) of(w *window) string {
 
 func (s *limitScope) name() string { return s.kind + " \"" + s.id + "\"" }
 
-// counterKey is llmgw:{kind}:{id}:{metric}:{window}:{bucket}. ':' in an
-// id is escaped so two scopes can never share a key.
-func counterKey(kind, id, metric string, w *window, t time.Time) string {
-	return scopePrefix(kind, id) + metric + ":" + w.name + ":" + w.bucket(t)
-}
-
 // limiter enforces limits and accounts usage against a store, falling
 // back to the in-process store on a store error when failOpen is set.
 type limiter struct {
@@ -220,7 +214,7 @@ type limiter struct {
 	failOpen bool
 	now      func() time.Time
 	log      *logger
-	async    *asyncWriter // rejection counts and provider success rates
+	async    *asyncWriter // provider success rates (rejections are counted on the request path)
 
 	lastErrorLog atomic.Int64 // unix nanos of the last store-error line
 }
@@ -414,8 +408,8 @@ func (l *limiter) account(ctx context.Context, scopes []limitScope, u usage, cos
 	}
 }
 
-// asyncWriter runs counter writes that nothing waits on (provider
-// success rates, rejection counts) off the request goroutine: at most 64
+// asyncWriter runs counter writes that nothing waits on (the provider
+// success rates) off the request goroutine: at most 64
 // in flight, anything beyond that is dropped, never queued.
 type asyncWriter struct {
 	slots   chan struct{}

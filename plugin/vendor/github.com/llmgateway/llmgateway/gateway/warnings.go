@@ -47,11 +47,3 @@ func (w *warningLog) warnf(format string, args ...interface{}) {
 	w.items = append(w.items, msg)
 }
 
-// snapshot returns the kept warnings and how many were dropped.
-func (w *warningLog) snapshot() ([]string, int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := make([]string, len(w.items))
-	copy(out, w.items)
-	return out, w.dropped
-}

@@ -81,9 +81,3 @@ func (m *Memory) sweep(now time.Time) {
 	}
 }
 
-// size reports the number of keys held, expired or not (tests).
-func (m *Memory) size() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.entries)
-}
