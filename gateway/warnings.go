@@ -46,4 +46,3 @@ func (w *warningLog) warnf(format string, args ...interface{}) {
 	}
 	w.items = append(w.items, msg)
 }
-

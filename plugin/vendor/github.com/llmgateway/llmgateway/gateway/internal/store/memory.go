@@ -80,4 +80,3 @@ func (m *Memory) sweep(now time.Time) {
 		}
 	}
 }
-
