@@ -9,9 +9,9 @@ import (
 
 // OpenAI chat completions request → Anthropic Messages request
 // (wire-formats §5.1): this file has the entry point, the wire types and
-// the request-level parameters; translate_anthropic_messages.go converts
+// the request-level parameters; hub_anthropic_messages.go converts
 // the conversation. The response and stream directions live in
-// translate_anthropic_response.go.
+// hub_anthropic_response.go.
 //
 // Choices this translator makes:
 //   - system/developer messages, wherever they appear, are hoisted in

@@ -9,7 +9,7 @@ import (
 
 // The conversation half of the OpenAI → Anthropic request translation:
 // messages, content parts and tool calls/results become Anthropic turns
-// and blocks (wire-formats §5.1). See translate_anthropic.go for the
+// and blocks (wire-formats §5.1). See hub_anthropic.go for the
 // choices it makes.
 
 // messages converts the conversation: system text is hoisted, the rest
