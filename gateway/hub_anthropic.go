@@ -1,9 +1,7 @@
 package gateway
 
 import (
-	"bytes"
 	"encoding/json"
-	"math"
 	"strconv"
 )
 
@@ -122,12 +120,9 @@ type anthropicWireThinking struct {
 // reports whether the client asked for a stream. Anything malformed, or
 // meaningful but inexpressible on Anthropic, is a 400 naming the field.
 func anthropicChatRequest(body []byte, upstreamModel string) (out []byte, stream bool, e *apiError) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
-		if !json.Valid(body) {
-			return nil, false, errBadRequest("invalid_json", "request body is not valid JSON")
-		}
-		return nil, false, errBadRequest("invalid_json", "request body must be a JSON object")
+	fields, fe := decodeRequestObject(body)
+	if fe != nil {
+		return nil, false, fe
 	}
 	b := &anthropicRequestBuilder{fields: fields}
 	b.req.Model = upstreamModel
@@ -143,15 +138,16 @@ func anthropicChatRequest(body []byte, upstreamModel string) (out []byte, stream
 	if e := b.tools(); e != nil {
 		return nil, false, e
 	}
-	out, err := anthropicEncodeJSON(&b.req)
-	if err != nil {
-		return nil, false, errBadRequest("invalid_request", "request could not be translated for an anthropic-type provider")
+	data := encodeJSON(&b.req)
+	if data == nil {
+		return nil, false, errInvalidRequest("request could not be translated for an anthropic-type provider")
 	}
-	return out, b.req.Stream, nil
+	return data, b.req.Stream, nil
 }
 
-// anthropicRequestBuilder holds one translation in progress; its methods
-// read typed values out of the client's JSON with path-naming errors.
+// anthropicRequestBuilder holds one translation in progress: the
+// client's top-level fields, the request being built and the system
+// text collected so far.
 type anthropicRequestBuilder struct {
 	fields map[string]json.RawMessage
 	req    anthropicWireRequest
@@ -168,77 +164,30 @@ func anthropicUnsupported(param, detail string) *apiError {
 	return errBadRequest("unsupported_parameter", msg+" is not supported by anthropic-type providers")
 }
 
-// anthropicInvalid is the 400 for a field of the wrong type or value.
-func anthropicInvalid(path, want string) *apiError {
-	return errBadRequest("invalid_request", "\""+path+"\" must be "+want)
-}
-
-func anthropicIsNull(raw json.RawMessage) bool {
-	return len(raw) == 0 || string(raw) == "null"
-}
-
 // field returns a top-level field that is present and not null.
 func (b *anthropicRequestBuilder) field(name string) (json.RawMessage, bool) {
 	raw, ok := b.fields[name]
-	if !ok || anthropicIsNull(raw) {
+	if !ok || isJSONNull(raw) {
 		return nil, false
 	}
 	return raw, true
 }
 
-func (b *anthropicRequestBuilder) str(raw json.RawMessage, path string) (string, *apiError) {
-	var s string
-	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
-		return "", anthropicInvalid(path, "a string")
+// anthropicInteger reads an integer count (n, max_tokens) within ±1e15;
+// larger values are refused rather than sent on.
+func anthropicInteger(raw json.RawMessage, path string) (int64, *apiError) {
+	n, e := readInteger(raw, path)
+	if e != nil || n > 1e15 || n < -1e15 {
+		return 0, errInvalidField(path, "an integer")
 	}
-	return s, nil
-}
-
-func (b *anthropicRequestBuilder) number(raw json.RawMessage, path string) (float64, *apiError) {
-	var f float64
-	if err := json.Unmarshal(raw, &f); err != nil {
-		return 0, anthropicInvalid(path, "a number")
-	}
-	return f, nil
-}
-
-func (b *anthropicRequestBuilder) integer(raw json.RawMessage, path string) (int64, *apiError) {
-	f, e := b.number(raw, path)
-	if e != nil || f != math.Trunc(f) || math.Abs(f) > 1e15 {
-		return 0, anthropicInvalid(path, "an integer")
-	}
-	return int64(f), nil
-}
-
-func (b *anthropicRequestBuilder) boolean(raw json.RawMessage, path string) (bool, *apiError) {
-	var v bool
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return false, anthropicInvalid(path, "a boolean")
-	}
-	return v, nil
-}
-
-func (b *anthropicRequestBuilder) object(raw json.RawMessage, path string) (map[string]json.RawMessage, *apiError) {
-	var m map[string]json.RawMessage
-	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
-		return nil, anthropicInvalid(path, "an object")
-	}
-	return m, nil
-}
-
-func (b *anthropicRequestBuilder) array(raw json.RawMessage, path string) ([]json.RawMessage, *apiError) {
-	var a []json.RawMessage
-	if len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &a) != nil {
-		return nil, anthropicInvalid(path, "an array")
-	}
-	return a, nil
+	return n, nil
 }
 
 // rejectUnsupported refuses the OpenAI parameters Anthropic has no
 // equivalent for, when they are set to anything but their no-op value.
 func (b *anthropicRequestBuilder) rejectUnsupported() *apiError {
 	if raw, ok := b.field("n"); ok {
-		n, e := b.integer(raw, "n")
+		n, e := anthropicInteger(raw, "n")
 		if e != nil {
 			return e
 		}
@@ -246,11 +195,11 @@ func (b *anthropicRequestBuilder) rejectUnsupported() *apiError {
 			return anthropicUnsupported("n", "value "+strconv.FormatInt(n, 10)+"; only one choice can be generated")
 		}
 		if n < 1 {
-			return anthropicInvalid("n", "at least 1")
+			return errInvalidField("n", "at least 1")
 		}
 	}
 	if raw, ok := b.field("logit_bias"); ok {
-		m, e := b.object(raw, "logit_bias")
+		m, e := readObject(raw, "logit_bias")
 		if e != nil {
 			return e
 		}
@@ -259,7 +208,7 @@ func (b *anthropicRequestBuilder) rejectUnsupported() *apiError {
 		}
 	}
 	if raw, ok := b.field("logprobs"); ok {
-		v, e := b.boolean(raw, "logprobs")
+		v, e := readBool(raw, "logprobs")
 		if e != nil {
 			return e
 		}
@@ -270,7 +219,7 @@ func (b *anthropicRequestBuilder) rejectUnsupported() *apiError {
 	numeric := []string{"top_logprobs", "presence_penalty", "frequency_penalty"}
 	for i := 0; i < len(numeric); i++ {
 		if raw, ok := b.field(numeric[i]); ok {
-			v, e := b.number(raw, numeric[i])
+			v, e := readFloat(raw, numeric[i])
 			if e != nil {
 				return e
 			}
@@ -280,11 +229,11 @@ func (b *anthropicRequestBuilder) rejectUnsupported() *apiError {
 		}
 	}
 	if raw, ok := b.field("response_format"); ok {
-		m, e := b.object(raw, "response_format")
+		m, e := readObject(raw, "response_format")
 		if e != nil {
 			return e
 		}
-		kind, e := b.str(m["type"], "response_format.type")
+		kind, e := readString(m["type"], "response_format.type")
 		if e != nil {
 			return e
 		}
@@ -293,12 +242,12 @@ func (b *anthropicRequestBuilder) rejectUnsupported() *apiError {
 		}
 	}
 	if raw, ok := b.field("modalities"); ok {
-		list, e := b.array(raw, "modalities")
+		list, e := readArray(raw, "modalities")
 		if e != nil {
 			return e
 		}
 		for i := 0; i < len(list); i++ {
-			s, e := b.str(list[i], "modalities["+strconv.Itoa(i)+"]")
+			s, e := readString(list[i], "modalities["+strconv.Itoa(i)+"]")
 			if e != nil {
 				return e
 			}
@@ -328,12 +277,12 @@ func (b *anthropicRequestBuilder) sampling() *apiError {
 	names := []string{"max_completion_tokens", "max_tokens"}
 	for i := 0; i < len(names); i++ {
 		if raw, ok := b.field(names[i]); ok {
-			n, e := b.integer(raw, names[i])
+			n, e := anthropicInteger(raw, names[i])
 			if e != nil {
 				return e
 			}
 			if n < 1 {
-				return anthropicInvalid(names[i], "at least 1")
+				return errInvalidField(names[i], "at least 1")
 			}
 			b.req.MaxTokens = n
 			explicitMax = true
@@ -341,7 +290,7 @@ func (b *anthropicRequestBuilder) sampling() *apiError {
 		}
 	}
 	if raw, ok := b.field("temperature"); ok {
-		t, e := b.number(raw, "temperature")
+		t, e := readFloat(raw, "temperature")
 		if e != nil {
 			return e
 		}
@@ -354,7 +303,7 @@ func (b *anthropicRequestBuilder) sampling() *apiError {
 		b.req.Temperature = &t
 	}
 	if raw, ok := b.field("top_p"); ok {
-		p, e := b.number(raw, "top_p")
+		p, e := readFloat(raw, "top_p")
 		if e != nil {
 			return e
 		}
@@ -367,7 +316,7 @@ func (b *anthropicRequestBuilder) sampling() *apiError {
 	userFields := []string{"user", "safety_identifier"}
 	for i := 0; i < len(userFields) && user == ""; i++ {
 		if raw, ok := b.field(userFields[i]); ok {
-			s, e := b.str(raw, userFields[i])
+			s, e := readString(raw, userFields[i])
 			if e != nil {
 				return e
 			}
@@ -378,7 +327,7 @@ func (b *anthropicRequestBuilder) sampling() *apiError {
 		b.req.Metadata = &anthropicWireMetadata{UserID: user}
 	}
 	if raw, ok := b.field("stream"); ok {
-		v, e := b.boolean(raw, "stream")
+		v, e := readBool(raw, "stream")
 		if e != nil {
 			return e
 		}
@@ -393,7 +342,7 @@ func (b *anthropicRequestBuilder) stop() *apiError {
 		return nil
 	}
 	if raw[0] == '"' {
-		s, e := b.str(raw, "stop")
+		s, e := readString(raw, "stop")
 		if e != nil {
 			return e
 		}
@@ -402,12 +351,12 @@ func (b *anthropicRequestBuilder) stop() *apiError {
 		}
 		return nil
 	}
-	list, e := b.array(raw, "stop")
+	list, e := readArray(raw, "stop")
 	if e != nil {
-		return anthropicInvalid("stop", "a string or an array of strings")
+		return errInvalidField("stop", "a string or an array of strings")
 	}
 	for i := 0; i < len(list); i++ {
-		s, e := b.str(list[i], "stop["+strconv.Itoa(i)+"]")
+		s, e := readString(list[i], "stop["+strconv.Itoa(i)+"]")
 		if e != nil {
 			return e
 		}
@@ -427,13 +376,13 @@ func (b *anthropicRequestBuilder) reasoning(explicitMax bool) *apiError {
 	if !ok {
 		return nil
 	}
-	effort, e := b.str(raw, "reasoning_effort")
+	effort, e := readString(raw, "reasoning_effort")
 	if e != nil {
 		return e
 	}
 	budget, known := anthropicThinkingBudgets[effort]
 	if !known {
-		return anthropicInvalid("reasoning_effort", "one of none, minimal, low, medium, high, xhigh")
+		return errInvalidField("reasoning_effort", "one of none, minimal, low, medium, high, xhigh")
 	}
 	if budget == 0 {
 		return nil
@@ -454,7 +403,7 @@ func (b *anthropicRequestBuilder) reasoning(explicitMax bool) *apiError {
 // tools maps function tools, tool_choice and parallel_tool_calls.
 func (b *anthropicRequestBuilder) tools() *apiError {
 	if raw, ok := b.field("tools"); ok {
-		list, e := b.array(raw, "tools")
+		list, e := readArray(raw, "tools")
 		if e != nil {
 			return e
 		}
@@ -476,12 +425,12 @@ func (b *anthropicRequestBuilder) tools() *apiError {
 	}
 	if len(b.req.Tools) == 0 {
 		if choice != nil && (choice.Type == "any" || choice.Type == "tool") {
-			return anthropicInvalid("tools", "non-empty when tool_choice requires a tool call")
+			return errInvalidField("tools", "non-empty when tool_choice requires a tool call")
 		}
 		return nil
 	}
 	if raw, ok := b.field("parallel_tool_calls"); ok {
-		parallel, e := b.boolean(raw, "parallel_tool_calls")
+		parallel, e := readBool(raw, "parallel_tool_calls")
 		if e != nil {
 			return e
 		}
@@ -499,12 +448,12 @@ func (b *anthropicRequestBuilder) tools() *apiError {
 }
 
 func (b *anthropicRequestBuilder) tool(raw json.RawMessage, path string) (anthropicWireTool, *apiError) {
-	m, e := b.object(raw, path)
+	m, e := readObject(raw, path)
 	if e != nil {
 		return anthropicWireTool{}, e
 	}
-	if t := m["type"]; !anthropicIsNull(t) {
-		kind, e := b.str(t, path+".type")
+	if t := m["type"]; !isJSONNull(t) {
+		kind, e := readString(t, path+".type")
 		if e != nil {
 			return anthropicWireTool{}, e
 		}
@@ -512,24 +461,24 @@ func (b *anthropicRequestBuilder) tool(raw json.RawMessage, path string) (anthro
 			return anthropicWireTool{}, anthropicUnsupported(path+".type", "tool type \""+kind+"\"")
 		}
 	}
-	fn, e := b.object(m["function"], path+".function")
+	fn, e := readObject(m["function"], path+".function")
 	if e != nil {
 		return anthropicWireTool{}, e
 	}
-	name, e := b.str(fn["name"], path+".function.name")
+	name, e := readString(fn["name"], path+".function.name")
 	if e != nil || name == "" {
-		return anthropicWireTool{}, anthropicInvalid(path+".function.name", "a non-empty string")
+		return anthropicWireTool{}, errInvalidField(path+".function.name", "a non-empty string")
 	}
 	tool := anthropicWireTool{Name: name, InputSchema: json.RawMessage(`{"type":"object","properties":{}}`)}
-	if raw := fn["description"]; !anthropicIsNull(raw) {
-		d, e := b.str(raw, path+".function.description")
+	if raw := fn["description"]; !isJSONNull(raw) {
+		d, e := readString(raw, path+".function.description")
 		if e != nil {
 			return anthropicWireTool{}, e
 		}
 		tool.Description = d
 	}
-	if raw := fn["parameters"]; !anthropicIsNull(raw) {
-		if _, e := b.object(raw, path+".function.parameters"); e != nil {
+	if raw := fn["parameters"]; !isJSONNull(raw) {
+		if _, e := readObject(raw, path+".function.parameters"); e != nil {
 			return anthropicWireTool{}, e
 		}
 		tool.InputSchema = raw
@@ -539,7 +488,7 @@ func (b *anthropicRequestBuilder) tool(raw json.RawMessage, path string) (anthro
 
 func (b *anthropicRequestBuilder) toolChoice(raw json.RawMessage) (*anthropicWireToolChoice, *apiError) {
 	if raw[0] == '"' {
-		s, e := b.str(raw, "tool_choice")
+		s, e := readString(raw, "tool_choice")
 		if e != nil {
 			return nil, e
 		}
@@ -551,39 +500,26 @@ func (b *anthropicRequestBuilder) toolChoice(raw json.RawMessage) (*anthropicWir
 		case "none":
 			return &anthropicWireToolChoice{Type: "none"}, nil
 		}
-		return nil, anthropicInvalid("tool_choice", "\"auto\", \"required\", \"none\" or a named function")
+		return nil, errInvalidField("tool_choice", "\"auto\", \"required\", \"none\" or a named function")
 	}
-	m, e := b.object(raw, "tool_choice")
+	m, e := readObject(raw, "tool_choice")
 	if e != nil {
 		return nil, e
 	}
-	kind, e := b.str(m["type"], "tool_choice.type")
+	kind, e := readString(m["type"], "tool_choice.type")
 	if e != nil {
 		return nil, e
 	}
 	if kind != "function" {
 		return nil, anthropicUnsupported("tool_choice", "type \""+kind+"\"")
 	}
-	fn, e := b.object(m["function"], "tool_choice.function")
+	fn, e := readObject(m["function"], "tool_choice.function")
 	if e != nil {
 		return nil, e
 	}
-	name, e := b.str(fn["name"], "tool_choice.function.name")
+	name, e := readString(fn["name"], "tool_choice.function.name")
 	if e != nil || name == "" {
-		return nil, anthropicInvalid("tool_choice.function.name", "a non-empty string")
+		return nil, errInvalidField("tool_choice.function.name", "a non-empty string")
 	}
 	return &anthropicWireToolChoice{Type: "tool", Name: name}, nil
-}
-
-// anthropicEncodeJSON marshals v without HTML escaping (so "<" stays
-// "<" in prompts and answers) and without a trailing newline.
-func anthropicEncodeJSON(v interface{}) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	out := buf.Bytes()
-	return out[:len(out)-1], nil
 }

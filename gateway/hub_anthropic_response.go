@@ -198,19 +198,6 @@ func anthropicChatUsageOf(u usage) *anthropicChatUsage {
 	}
 }
 
-// anthropicCompactInput renders a tool_use input as an OpenAI arguments
-// string, numbers kept digit for digit.
-func anthropicCompactInput(input json.RawMessage) string {
-	if anthropicIsNull(input) {
-		return "{}"
-	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, input); err != nil {
-		return "{}"
-	}
-	return buf.String()
-}
-
 // anthropicChatResponse translates a non-streaming Messages response
 // into an OpenAI chat.completion and reports its usage.
 func anthropicChatResponse(body []byte, tc translateContext) ([]byte, usage, *apiError) {
@@ -241,7 +228,7 @@ func anthropicChatResponse(body []byte, tc translateContext) ([]byte, usage, *ap
 			hasText = true
 		case "tool_use":
 			calls = append(calls, anthropicChatToolCall{ID: block.ID, Type: "function",
-				Function: anthropicChatFunction{Name: block.Name, Arguments: anthropicCompactInput(block.Input)}})
+				Function: anthropicChatFunction{Name: block.Name, Arguments: compactArguments(block.Input)}})
 		}
 	}
 	message := anthropicChatMessage{Role: "assistant", ToolCalls: calls}
@@ -266,9 +253,9 @@ func anthropicChatResponse(body []byte, tc translateContext) ([]byte, usage, *ap
 	if u.reported {
 		out.Usage = anthropicChatUsageOf(u)
 	}
-	data, err := anthropicEncodeJSON(&out)
-	if err != nil {
-		return nil, usage{}, anthropicBadResponse("response", err)
+	data := encodeJSON(&out)
+	if data == nil {
+		return nil, usage{}, anthropicBadResponse("response", nil)
 	}
 	return data, u, nil
 }
@@ -292,9 +279,9 @@ func anthropicStreamError(detail *anthropicWireError) *apiError {
 // when isError.
 func anthropicToolResultText(raw json.RawMessage, isError bool) string {
 	text := ""
-	if !anthropicIsNull(raw) && raw[0] == '"' {
+	if !isJSONNull(raw) && raw[0] == '"' {
 		_ = json.Unmarshal(raw, &text)
-	} else if !anthropicIsNull(raw) {
+	} else if !isJSONNull(raw) {
 		var blocks []anthropicWireContent
 		if json.Unmarshal(raw, &blocks) == nil {
 			var parts []string
@@ -458,8 +445,7 @@ func (s *anthropicStream) chunk(delta anthropicChatDelta, finish *string) stream
 }
 
 func (s *anthropicStream) payload(c *anthropicChatChunk) streamPayload {
-	data, _ := anthropicEncodeJSON(c) // only strings and integers: cannot fail
-	return streamPayload{data: data}
+	return streamPayload{data: encodeJSON(c)}
 }
 
 func (s *anthropicStream) finish(out []streamPayload) ([]streamPayload, *apiError) {

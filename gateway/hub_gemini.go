@@ -1,11 +1,8 @@
 package gateway
 
 import (
-	"bytes"
 	"encoding/json"
-	"math"
 	"net/http"
-	"strconv"
 )
 
 // Gemini (v1beta) translation: OpenAI-shaped chat, embeddings and image
@@ -96,10 +93,6 @@ import (
 // ---------------------------------------------------------------------
 // Errors
 
-func gemBadRequest(msg string) *apiError {
-	return errBadRequest("invalid_request", msg)
-}
-
 func gemUnsupported(msg string) *apiError {
 	return errBadRequest("unsupported_parameter", msg)
 }
@@ -134,165 +127,3 @@ func gemUpstreamError(raw json.RawMessage, whole []byte) *apiError {
 	e.upstream = embedUpstreamBody(whole)
 	return e
 }
-
-// ---------------------------------------------------------------------
-// JSON helpers (the input has passed json.Valid before these run)
-
-// gemMarshal encodes v without HTML escaping and without a trailing
-// newline.
-func gemMarshal(v interface{}) []byte {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n")
-}
-
-func gemQuote(s string) json.RawMessage {
-	return json.RawMessage(gemMarshal(s))
-}
-
-func gemIsNull(raw json.RawMessage) bool {
-	return len(raw) == 0 || string(raw) == "null"
-}
-
-func gemParseObject(raw json.RawMessage) (map[string]json.RawMessage, bool) {
-	if len(raw) == 0 || raw[0] != '{' {
-		return nil, false
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, false
-	}
-	return m, true
-}
-
-func gemParseArray(raw json.RawMessage) ([]json.RawMessage, bool) {
-	if len(raw) == 0 || raw[0] != '[' {
-		return nil, false
-	}
-	var a []json.RawMessage
-	if err := json.Unmarshal(raw, &a); err != nil {
-		return nil, false
-	}
-	return a, true
-}
-
-func gemString(raw json.RawMessage, name string) (string, *apiError) {
-	if len(raw) == 0 || raw[0] != '"' {
-		return "", gemBadRequest(`"` + name + `" must be a string`)
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", gemBadRequest(`"` + name + `" must be a string`)
-	}
-	return s, nil
-}
-
-func gemIsNumber(raw json.RawMessage) bool {
-	if len(raw) == 0 {
-		return false
-	}
-	c := raw[0]
-	return c == '-' || (c >= '0' && c <= '9')
-}
-
-// gemNumber returns a number's exact text.
-func gemNumber(raw json.RawMessage, name string) (json.RawMessage, *apiError) {
-	if !gemIsNumber(raw) {
-		return nil, gemBadRequest(`"` + name + `" must be a number`)
-	}
-	return raw, nil
-}
-
-func gemInt(raw json.RawMessage, name string) (int64, *apiError) {
-	if !gemIsNumber(raw) {
-		return 0, gemBadRequest(`"` + name + `" must be an integer`)
-	}
-	if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
-		return n, nil
-	}
-	f, err := strconv.ParseFloat(string(raw), 64)
-	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1e15 {
-		return 0, gemBadRequest(`"` + name + `" must be an integer`)
-	}
-	return int64(f), nil
-}
-
-func gemBool(raw json.RawMessage, name string) (bool, *apiError) {
-	switch string(raw) {
-	case "true":
-		return true, nil
-	case "false":
-		return false, nil
-	}
-	return false, gemBadRequest(`"` + name + `" must be a boolean`)
-}
-
-// gemTruthy reports whether a JSON value is set to something other than
-// null, false, "", 0, [] or {}.
-func gemTruthy(raw json.RawMessage) bool {
-	s := string(raw)
-	switch s {
-	case "", "null", "false", `""`, "[]", "{}":
-		return false
-	}
-	if gemIsNumber(raw) {
-		f, err := strconv.ParseFloat(s, 64)
-		return err != nil || f != 0
-	}
-	if raw[0] == '[' || raw[0] == '{' {
-		return len(bytes.TrimSpace(raw[1:len(raw)-1])) > 0
-	}
-	return true
-}
-
-func gemTopObject(body []byte) (map[string]json.RawMessage, *apiError) {
-	if !json.Valid(body) {
-		return nil, errBadRequest("invalid_json", "request body is not valid JSON")
-	}
-	top, ok := gemParseObject(json.RawMessage(bytes.TrimSpace(body)))
-	if !ok {
-		return nil, errBadRequest("invalid_json", "request body must be a JSON object")
-	}
-	return top, nil
-}
-
-// gemOrderedObject decodes a JSON object keeping its key order.
-func gemOrderedObject(raw json.RawMessage) ([]string, []json.RawMessage, bool) {
-	if len(raw) == 0 || raw[0] != '{' {
-		return nil, nil, false
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, nil, false
-	}
-	if d, isDelim := tok.(json.Delim); !isDelim || d != '{' {
-		return nil, nil, false
-	}
-	var keys []string
-	var vals []json.RawMessage
-	for dec.More() {
-		kt, err := dec.Token()
-		if err != nil {
-			return nil, nil, false
-		}
-		key, isStr := kt.(string)
-		if !isStr {
-			return nil, nil, false
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, nil, false
-		}
-		keys = append(keys, key)
-		vals = append(vals, v)
-	}
-	return keys, vals, true
-}
-
-// ---------------------------------------------------------------------
-// Gemini request shapes

@@ -42,7 +42,7 @@ func geminiEmbedRequest(body []byte, upstreamModel string) (out []byte, batch bo
 }
 
 func gemEmbedRequest(body []byte, upstreamModel string) ([]byte, bool, *apiError) {
-	top, e := gemTopObject(body)
+	top, e := decodeRequestObject(body)
 	if e != nil {
 		return nil, false, e
 	}
@@ -51,18 +51,18 @@ func gemEmbedRequest(body []byte, upstreamModel string) ([]byte, bool, *apiError
 		model = "models/" + model
 	}
 	var dims int64
-	if raw := top["dimensions"]; !gemIsNull(raw) {
-		d, de := gemInt(raw, "dimensions")
+	if raw := top["dimensions"]; !isJSONNull(raw) {
+		d, de := readInteger(raw, "dimensions")
 		if de != nil {
 			return nil, false, de
 		}
 		dims = d
 		if dims < 1 {
-			return nil, false, gemBadRequest(`"dimensions" must be at least 1`)
+			return nil, false, errInvalidRequest(`"dimensions" must be at least 1`)
 		}
 	}
-	if raw := top["encoding_format"]; !gemIsNull(raw) {
-		f, e := gemString(raw, "encoding_format")
+	if raw := top["encoding_format"]; !isJSONNull(raw) {
+		f, e := readString(raw, "encoding_format")
 		if e != nil {
 			return nil, false, e
 		}
@@ -74,25 +74,25 @@ func gemEmbedRequest(body []byte, upstreamModel string) ([]byte, bool, *apiError
 		return gemEmbedReq{Model: model, Content: gemEmbedContent{Parts: []gemTextPart{{Text: text}}}, OutputDimensionality: dims}
 	}
 	raw := top["input"]
-	if gemIsNull(raw) {
-		return nil, false, gemBadRequest(`"input" is required`)
+	if isJSONNull(raw) {
+		return nil, false, errInvalidRequest(`"input" is required`)
 	}
 	if raw[0] == '"' {
-		s, e := gemString(raw, "input")
+		s, e := readString(raw, "input")
 		if e != nil {
 			return nil, false, e
 		}
 		if s == "" {
-			return nil, false, gemBadRequest(`"input" must not be empty`)
+			return nil, false, errInvalidRequest(`"input" must not be empty`)
 		}
-		return gemMarshal(one(s)), false, nil
+		return encodeJSON(one(s)), false, nil
 	}
-	arr, ok := gemParseArray(raw)
+	arr, ok := parseJSONArray(raw)
 	if !ok {
-		return nil, false, gemBadRequest(`"input" must be a string or an array of strings`)
+		return nil, false, errInvalidRequest(`"input" must be a string or an array of strings`)
 	}
 	if len(arr) == 0 {
-		return nil, false, gemBadRequest(`"input" must not be empty`)
+		return nil, false, errInvalidRequest(`"input" must not be empty`)
 	}
 	reqs := make([]gemEmbedReq, 0, len(arr))
 	for i := 0; i < len(arr); i++ {
@@ -100,16 +100,16 @@ func gemEmbedRequest(body []byte, upstreamModel string) ([]byte, bool, *apiError
 		if len(arr[i]) == 0 || arr[i][0] != '"' {
 			return nil, false, gemUnsupported(`"input" as token arrays is not supported for Gemini models (` + where + ` is not a string)`)
 		}
-		s, e := gemString(arr[i], where)
+		s, e := readString(arr[i], where)
 		if e != nil {
 			return nil, false, e
 		}
 		if s == "" {
-			return nil, false, gemBadRequest(`"` + where + `" must not be empty`)
+			return nil, false, errInvalidRequest(`"` + where + `" must not be empty`)
 		}
 		reqs = append(reqs, one(s))
 	}
-	return gemMarshal(gemBatchEmbedReq{Requests: reqs}), true, nil
+	return encodeJSON(gemBatchEmbedReq{Requests: reqs}), true, nil
 }
 
 type gemEmbedValues struct {
@@ -149,7 +149,7 @@ func geminiEmbedResponse(body []byte, tc translateContext, batch bool) ([]byte, 
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, usage{}, gemBadUpstream(err)
 	}
-	if !gemIsNull(r.Error) {
+	if !isJSONNull(r.Error) {
 		return nil, usage{}, gemUpstreamError(r.Error, body)
 	}
 	var list []gemEmbedValues
@@ -177,7 +177,7 @@ func geminiEmbedResponse(body []byte, tc translateContext, batch bool) ([]byte, 
 		}
 		out.Data = append(out.Data, gemOAEmbeddingOut{Object: "embedding", Index: i, Embedding: vals})
 	}
-	data := gemMarshal(out)
+	data := encodeJSON(out)
 	if data == nil {
 		return nil, usage{}, gemBadUpstream(nil)
 	}
@@ -230,9 +230,9 @@ func geminiEmbedBase64(body []byte) ([]byte, *apiError) {
 			}
 			binary.LittleEndian.PutUint32(buf[4*j:], math.Float32bits(float32(f)))
 		}
-		in.Data[i].Embedding = gemQuote(base64.StdEncoding.EncodeToString(buf))
+		in.Data[i].Embedding = quoteJSON(base64.StdEncoding.EncodeToString(buf))
 	}
-	return gemMarshal(in), nil
+	return encodeJSON(in), nil
 }
 
 // ---------------------------------------------------------------------
@@ -263,29 +263,29 @@ func geminiImageRequest(body []byte) (out []byte, e *apiError) {
 }
 
 func gemImageRequest(body []byte) ([]byte, *apiError) {
-	top, e := gemTopObject(body)
+	top, e := decodeRequestObject(body)
 	if e != nil {
 		return nil, e
 	}
 	raw := top["prompt"]
-	if gemIsNull(raw) {
-		return nil, gemBadRequest(`"prompt" is required`)
+	if isJSONNull(raw) {
+		return nil, errInvalidRequest(`"prompt" is required`)
 	}
-	prompt, e := gemString(raw, "prompt")
+	prompt, e := readString(raw, "prompt")
 	if e != nil {
 		return nil, e
 	}
 	if strings.TrimSpace(prompt) == "" {
-		return nil, gemBadRequest(`"prompt" must not be empty`)
+		return nil, errInvalidRequest(`"prompt" must not be empty`)
 	}
-	if gemTruthy(top["quality"]) {
+	if isJSONTruthy(top["quality"]) {
 		return nil, gemUnsupported(`"quality" is not supported for Gemini (Imagen) models`)
 	}
-	if gemTruthy(top["style"]) {
+	if isJSONTruthy(top["style"]) {
 		return nil, gemUnsupported(`"style" is not supported for Gemini (Imagen) models`)
 	}
-	if raw := top["response_format"]; !gemIsNull(raw) {
-		f, e := gemString(raw, "response_format")
+	if raw := top["response_format"]; !isJSONNull(raw) {
+		f, e := readString(raw, "response_format")
 		if e != nil {
 			return nil, e
 		}
@@ -298,19 +298,19 @@ func gemImageRequest(body []byte) ([]byte, *apiError) {
 		}
 	}
 	n := int64(1)
-	if raw := top["n"]; !gemIsNull(raw) {
-		v, ne := gemInt(raw, "n")
+	if raw := top["n"]; !isJSONNull(raw) {
+		v, ne := readInteger(raw, "n")
 		if ne != nil {
 			return nil, ne
 		}
 		n = v
 		if n < 1 {
-			return nil, gemBadRequest(`"n" must be at least 1`)
+			return nil, errInvalidRequest(`"n" must be at least 1`)
 		}
 	}
 	ratio := "1:1"
-	if raw := top["size"]; !gemIsNull(raw) {
-		size, e := gemString(raw, "size")
+	if raw := top["size"]; !isJSONNull(raw) {
+		size, e := readString(raw, "size")
 		if e != nil {
 			return nil, e
 		}
@@ -328,7 +328,7 @@ func gemImageRequest(body []byte) ([]byte, *apiError) {
 		Instances:  []gemImageInstance{{Prompt: prompt}},
 		Parameters: gemImageParams{SampleCount: n, AspectRatio: ratio},
 	}
-	return gemMarshal(req), nil
+	return encodeJSON(req), nil
 }
 
 type gemPredictionIn struct {
@@ -363,7 +363,7 @@ func geminiImageResponse(body []byte, created int64) ([]byte, *apiError) {
 	if err := json.Unmarshal(trimmed, &r); err != nil {
 		return nil, gemBadUpstream(err)
 	}
-	if !gemIsNull(r.Error) {
+	if !isJSONNull(r.Error) {
 		return nil, gemUpstreamError(r.Error, body)
 	}
 	out := gemOAImagesOut{Created: created, Data: []gemOAImageOut{}}
@@ -378,5 +378,5 @@ func geminiImageResponse(body []byte, created int64) ([]byte, *apiError) {
 		return nil, errBadRequest("content_policy_violation",
 			"the image request was blocked by the provider's safety filters (no image was returned)")
 	}
-	return gemMarshal(out), nil
+	return encodeJSON(out), nil
 }

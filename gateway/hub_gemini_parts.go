@@ -13,11 +13,11 @@ import (
 // messages text only.
 func gemContentParts(raw json.RawMessage, where string, kind string) ([]gemPartOut, *apiError) {
 	media := kind == "user"
-	if gemIsNull(raw) {
+	if isJSONNull(raw) {
 		return nil, nil
 	}
 	if raw[0] == '"' {
-		s, e := gemString(raw, where+".content")
+		s, e := readString(raw, where+".content")
 		if e != nil {
 			return nil, e
 		}
@@ -26,24 +26,24 @@ func gemContentParts(raw json.RawMessage, where string, kind string) ([]gemPartO
 		}
 		return []gemPartOut{{Text: s}}, nil
 	}
-	arr, ok := gemParseArray(raw)
+	arr, ok := parseJSONArray(raw)
 	if !ok {
-		return nil, gemBadRequest(`"` + where + `.content" must be a string or an array of content parts`)
+		return nil, errInvalidRequest(`"` + where + `.content" must be a string or an array of content parts`)
 	}
 	var parts []gemPartOut
 	for j := 0; j < len(arr); j++ {
 		pw := where + ".content[" + strconv.Itoa(j) + "]"
-		p, ok := gemParseObject(arr[j])
+		p, ok := parseJSONObject(arr[j])
 		if !ok {
-			return nil, gemBadRequest(`"` + pw + `" must be an object`)
+			return nil, errInvalidRequest(`"` + pw + `" must be an object`)
 		}
-		typ, e := gemString(p["type"], pw+".type")
+		typ, e := readString(p["type"], pw+".type")
 		if e != nil {
 			return nil, e
 		}
 		switch {
 		case typ == "text":
-			s, e := gemString(p["text"], pw+".text")
+			s, e := readString(p["text"], pw+".text")
 			if e != nil {
 				return nil, e
 			}
@@ -51,7 +51,7 @@ func gemContentParts(raw json.RawMessage, where string, kind string) ([]gemPartO
 				parts = append(parts, gemPartOut{Text: s})
 			}
 		case typ == "refusal" && kind == "assistant":
-			s, e := gemString(p["refusal"], pw+".refusal")
+			s, e := readString(p["refusal"], pw+".refusal")
 			if e != nil {
 				return nil, e
 			}
@@ -142,18 +142,18 @@ func gemMimeFromPath(p string) string {
 }
 
 func gemImagePart(raw json.RawMessage, where string) (gemPartOut, *apiError) {
-	obj, ok := gemParseObject(raw)
+	obj, ok := parseJSONObject(raw)
 	if !ok {
-		return gemPartOut{}, gemBadRequest(`"` + where + `.image_url" must be an object`)
+		return gemPartOut{}, errInvalidRequest(`"` + where + `.image_url" must be an object`)
 	}
-	url, e := gemString(obj["url"], where+".image_url.url")
+	url, e := readString(obj["url"], where+".image_url.url")
 	if e != nil {
 		return gemPartOut{}, e
 	}
 	if strings.HasPrefix(url, "data:") {
 		mime, data, ok := gemDataURL(url)
 		if !ok {
-			return gemPartOut{}, gemBadRequest(`"` + where + `.image_url.url" must be a base64 data URL ("data:<mime>;base64,<data>") or an http(s) URL`)
+			return gemPartOut{}, errInvalidRequest(`"` + where + `.image_url.url" must be a base64 data URL ("data:<mime>;base64,<data>") or an http(s) URL`)
 		}
 		return gemPartOut{InlineData: &gemBlob{MimeType: mime, Data: data}}, nil
 	}
@@ -165,19 +165,19 @@ func gemImagePart(raw json.RawMessage, where string) (gemPartOut, *apiError) {
 		}
 		return gemPartOut{FileData: &gemFileData{MimeType: mime, FileURI: url}}, nil
 	}
-	return gemPartOut{}, gemBadRequest(`"` + where + `.image_url.url" must be a base64 data URL or an http(s) URL`)
+	return gemPartOut{}, errInvalidRequest(`"` + where + `.image_url.url" must be a base64 data URL or an http(s) URL`)
 }
 
 func gemAudioPart(raw json.RawMessage, where string) (gemPartOut, *apiError) {
-	obj, ok := gemParseObject(raw)
+	obj, ok := parseJSONObject(raw)
 	if !ok {
-		return gemPartOut{}, gemBadRequest(`"` + where + `.input_audio" must be an object`)
+		return gemPartOut{}, errInvalidRequest(`"` + where + `.input_audio" must be an object`)
 	}
-	data, e := gemString(obj["data"], where+".input_audio.data")
+	data, e := readString(obj["data"], where+".input_audio.data")
 	if e != nil {
 		return gemPartOut{}, e
 	}
-	format, e := gemString(obj["format"], where+".input_audio.format")
+	format, e := readString(obj["format"], where+".input_audio.format")
 	if e != nil {
 		return gemPartOut{}, e
 	}
@@ -191,33 +191,33 @@ func gemAudioPart(raw json.RawMessage, where string) (gemPartOut, *apiError) {
 		return gemPartOut{}, gemUnsupported(`"` + where + `.input_audio.format" "` + format + `" is not supported (use "wav" or "mp3")`)
 	}
 	if data == "" {
-		return gemPartOut{}, gemBadRequest(`"` + where + `.input_audio.data" must not be empty`)
+		return gemPartOut{}, errInvalidRequest(`"` + where + `.input_audio.data" must not be empty`)
 	}
 	return gemPartOut{InlineData: &gemBlob{MimeType: mime, Data: data}}, nil
 }
 
 func gemFilePart(raw json.RawMessage, where string) (gemPartOut, *apiError) {
-	obj, ok := gemParseObject(raw)
+	obj, ok := parseJSONObject(raw)
 	if !ok {
-		return gemPartOut{}, gemBadRequest(`"` + where + `.file" must be an object`)
+		return gemPartOut{}, errInvalidRequest(`"` + where + `.file" must be an object`)
 	}
-	if !gemIsNull(obj["file_id"]) {
+	if !isJSONNull(obj["file_id"]) {
 		return gemPartOut{}, gemUnsupported(`"` + where + `.file.file_id" is not supported for Gemini models; send "file_data"`)
 	}
-	data, e := gemString(obj["file_data"], where+".file.file_data")
+	data, e := readString(obj["file_data"], where+".file.file_data")
 	if e != nil {
 		return gemPartOut{}, e
 	}
 	if strings.HasPrefix(data, "data:") {
 		mime, b64, ok := gemDataURL(data)
 		if !ok {
-			return gemPartOut{}, gemBadRequest(`"` + where + `.file.file_data" is not a base64 data URL`)
+			return gemPartOut{}, errInvalidRequest(`"` + where + `.file.file_data" is not a base64 data URL`)
 		}
 		return gemPartOut{InlineData: &gemBlob{MimeType: mime, Data: b64}}, nil
 	}
 	name := ""
-	if raw := obj["filename"]; !gemIsNull(raw) {
-		fn, fe := gemString(raw, where+".file.filename")
+	if raw := obj["filename"]; !isJSONNull(raw) {
+		fn, fe := readString(raw, where+".file.filename")
 		if fe != nil {
 			return gemPartOut{}, fe
 		}
@@ -225,29 +225,29 @@ func gemFilePart(raw json.RawMessage, where string) (gemPartOut, *apiError) {
 	}
 	mime := gemMimeFromPath(name)
 	if mime == "" || data == "" {
-		return gemPartOut{}, gemBadRequest(`"` + where + `.file.file_data" must be a base64 data URL, or base64 with a "filename" of a known type`)
+		return gemPartOut{}, errInvalidRequest(`"` + where + `.file.file_data" must be a base64 data URL, or base64 with a "filename" of a known type`)
 	}
 	return gemPartOut{InlineData: &gemBlob{MimeType: mime, Data: data}}, nil
 }
 
 // gemAssistantCalls converts tool_calls and records id → name.
 func gemAssistantCalls(raw json.RawMessage, where string, names map[string]string) ([]gemPartOut, *apiError) {
-	if gemIsNull(raw) {
+	if isJSONNull(raw) {
 		return nil, nil
 	}
-	arr, ok := gemParseArray(raw)
+	arr, ok := parseJSONArray(raw)
 	if !ok {
-		return nil, gemBadRequest(`"` + where + `.tool_calls" must be an array`)
+		return nil, errInvalidRequest(`"` + where + `.tool_calls" must be an array`)
 	}
 	var parts []gemPartOut
 	for j := 0; j < len(arr); j++ {
 		cw := where + ".tool_calls[" + strconv.Itoa(j) + "]"
-		call, ok := gemParseObject(arr[j])
+		call, ok := parseJSONObject(arr[j])
 		if !ok {
-			return nil, gemBadRequest(`"` + cw + `" must be an object`)
+			return nil, errInvalidRequest(`"` + cw + `" must be an object`)
 		}
-		if t := call["type"]; !gemIsNull(t) {
-			typ, e := gemString(t, cw+".type")
+		if t := call["type"]; !isJSONNull(t) {
+			typ, e := readString(t, cw+".type")
 			if e != nil {
 				return nil, e
 			}
@@ -255,34 +255,34 @@ func gemAssistantCalls(raw json.RawMessage, where string, names map[string]strin
 				return nil, gemUnsupported(`"` + cw + `.type" "` + typ + `" is not supported for Gemini models`)
 			}
 		}
-		fn, ok := gemParseObject(call["function"])
+		fn, ok := parseJSONObject(call["function"])
 		if !ok {
-			return nil, gemBadRequest(`"` + cw + `.function" must be an object`)
+			return nil, errInvalidRequest(`"` + cw + `.function" must be an object`)
 		}
-		name, e := gemString(fn["name"], cw+".function.name")
+		name, e := readString(fn["name"], cw+".function.name")
 		if e != nil {
 			return nil, e
 		}
 		if name == "" {
-			return nil, gemBadRequest(`"` + cw + `.function.name" must not be empty`)
+			return nil, errInvalidRequest(`"` + cw + `.function.name" must not be empty`)
 		}
 		args := json.RawMessage("{}")
-		if raw := fn["arguments"]; !gemIsNull(raw) {
-			s, e := gemString(raw, cw+".function.arguments")
+		if raw := fn["arguments"]; !isJSONNull(raw) {
+			s, e := readString(raw, cw+".function.arguments")
 			if e != nil {
 				return nil, e
 			}
 			s = strings.TrimSpace(s)
 			if s != "" {
 				if s[0] != '{' || !json.Valid([]byte(s)) {
-					return nil, gemBadRequest(`"` + cw + `.function.arguments" must be a JSON object encoded as a string`)
+					return nil, errInvalidRequest(`"` + cw + `.function.arguments" must be a JSON object encoded as a string`)
 				}
 				args = json.RawMessage(s)
 			}
 		}
 		signature := ""
-		if rawID := call["id"]; !gemIsNull(rawID) {
-			id, e := gemString(rawID, cw+".id")
+		if rawID := call["id"]; !isJSONNull(rawID) {
+			id, e := readString(rawID, cw+".id")
 			if e != nil {
 				return nil, e
 			}
@@ -299,33 +299,33 @@ func gemAssistantCalls(raw json.RawMessage, where string, names map[string]strin
 func gemToolOutput(raw json.RawMessage, where string) (json.RawMessage, *apiError) {
 	text := ""
 	switch {
-	case gemIsNull(raw):
+	case isJSONNull(raw):
 	case raw[0] == '"':
-		s, e := gemString(raw, where+".content")
+		s, e := readString(raw, where+".content")
 		if e != nil {
 			return nil, e
 		}
 		text = s
 	default:
-		arr, ok := gemParseArray(raw)
+		arr, ok := parseJSONArray(raw)
 		if !ok {
-			return nil, gemBadRequest(`"` + where + `.content" must be a string or an array of text parts`)
+			return nil, errInvalidRequest(`"` + where + `.content" must be a string or an array of text parts`)
 		}
 		var sb strings.Builder
 		for j := 0; j < len(arr); j++ {
 			pw := where + ".content[" + strconv.Itoa(j) + "]"
-			p, ok := gemParseObject(arr[j])
+			p, ok := parseJSONObject(arr[j])
 			if !ok {
-				return nil, gemBadRequest(`"` + pw + `" must be an object`)
+				return nil, errInvalidRequest(`"` + pw + `" must be an object`)
 			}
-			typ, e := gemString(p["type"], pw+".type")
+			typ, e := readString(p["type"], pw+".type")
 			if e != nil {
 				return nil, e
 			}
 			if typ != "text" {
 				return nil, gemUnsupported(`"` + pw + `.type" "` + typ + `" is not supported in a tool message for Gemini models`)
 			}
-			s, e := gemString(p["text"], pw+".text")
+			s, e := readString(p["text"], pw+".text")
 			if e != nil {
 				return nil, e
 			}
@@ -337,7 +337,7 @@ func gemToolOutput(raw json.RawMessage, where string) (json.RawMessage, *apiErro
 	if strings.HasPrefix(trimmed, "{") && json.Valid([]byte(trimmed)) {
 		return json.RawMessage(trimmed), nil
 	}
-	return gemQuote(text), nil
+	return quoteJSON(text), nil
 }
 
 // ---------------------------------------------------------------------

@@ -18,13 +18,13 @@ func geminiChatRequest(body []byte) (out []byte, stream bool, e *apiError) {
 }
 
 func gemChatRequest(body []byte) ([]byte, bool, *apiError) {
-	top, te := gemTopObject(body)
+	top, te := decodeRequestObject(body)
 	if te != nil {
 		return nil, false, te
 	}
 	isStream := false
-	if raw := top["stream"]; !gemIsNull(raw) {
-		b, be := gemBool(raw, "stream")
+	if raw := top["stream"]; !isJSONNull(raw) {
+		b, be := readBool(raw, "stream")
 		if be != nil {
 			return nil, false, be
 		}
@@ -44,8 +44,8 @@ func gemChatRequest(body []byte) ([]byte, bool, *apiError) {
 	if de != nil {
 		return nil, false, de
 	}
-	if raw := top["parallel_tool_calls"]; !gemIsNull(raw) {
-		ptc, pe := gemBool(raw, "parallel_tool_calls")
+	if raw := top["parallel_tool_calls"]; !isJSONNull(raw) {
+		ptc, pe := readBool(raw, "parallel_tool_calls")
 		if pe != nil {
 			return nil, false, pe
 		}
@@ -68,19 +68,19 @@ func gemChatRequest(body []byte) ([]byte, bool, *apiError) {
 	}
 	req.SystemInstruction = sys
 	req.Contents = contents
-	if string(gemMarshal(gen)) != "{}" {
+	if string(encodeJSON(gen)) != "{}" {
 		req.GenerationConfig = gen
 	}
-	return gemMarshal(req), isStream, nil
+	return encodeJSON(req), isStream, nil
 }
 
 // gemRejectUnsupported refuses the OpenAI fields Gemini cannot express.
 func gemRejectUnsupported(top map[string]json.RawMessage) *apiError {
-	if raw := top["logit_bias"]; gemTruthy(raw) {
+	if raw := top["logit_bias"]; isJSONTruthy(raw) {
 		return gemUnsupported(`"logit_bias" is not supported by Gemini`)
 	}
-	if raw := top["logprobs"]; !gemIsNull(raw) {
-		lp, e := gemBool(raw, "logprobs")
+	if raw := top["logprobs"]; !isJSONNull(raw) {
+		lp, e := readBool(raw, "logprobs")
 		if e != nil {
 			return e
 		}
@@ -88,19 +88,19 @@ func gemRejectUnsupported(top map[string]json.RawMessage) *apiError {
 			return gemUnsupported(`"logprobs" is not supported for Gemini models by this gateway`)
 		}
 	}
-	if raw := top["top_logprobs"]; gemTruthy(raw) {
+	if raw := top["top_logprobs"]; isJSONTruthy(raw) {
 		return gemUnsupported(`"top_logprobs" is not supported for Gemini models by this gateway`)
 	}
-	if raw := top["audio"]; !gemIsNull(raw) {
+	if raw := top["audio"]; !isJSONNull(raw) {
 		return gemUnsupported(`"audio" output is not supported for Gemini models`)
 	}
-	if raw := top["modalities"]; !gemIsNull(raw) {
-		mods, ok := gemParseArray(raw)
+	if raw := top["modalities"]; !isJSONNull(raw) {
+		mods, ok := parseJSONArray(raw)
 		if !ok {
-			return gemBadRequest(`"modalities" must be an array of strings`)
+			return errInvalidRequest(`"modalities" must be an array of strings`)
 		}
 		for i := 0; i < len(mods); i++ {
-			m, e := gemString(mods[i], "modalities")
+			m, e := readString(mods[i], "modalities")
 			if e != nil {
 				return e
 			}
@@ -109,17 +109,17 @@ func gemRejectUnsupported(top map[string]json.RawMessage) *apiError {
 			}
 		}
 	}
-	if raw := top["web_search_options"]; !gemIsNull(raw) {
+	if raw := top["web_search_options"]; !isJSONNull(raw) {
 		return gemUnsupported(`"web_search_options" is not supported for Gemini models`)
 	}
-	if raw := top["functions"]; !gemIsNull(raw) {
+	if raw := top["functions"]; !isJSONNull(raw) {
 		return gemUnsupported(`"functions" is deprecated and not supported for Gemini models; use "tools"`)
 	}
-	if raw := top["function_call"]; !gemIsNull(raw) {
+	if raw := top["function_call"]; !isJSONNull(raw) {
 		return gemUnsupported(`"function_call" is deprecated and not supported for Gemini models; use "tool_choice"`)
 	}
-	if raw := top["verbosity"]; !gemIsNull(raw) {
-		v, e := gemString(raw, "verbosity")
+	if raw := top["verbosity"]; !isJSONNull(raw) {
+		v, e := readString(raw, "verbosity")
 		if e != nil {
 			return e
 		}
@@ -132,15 +132,15 @@ func gemRejectUnsupported(top map[string]json.RawMessage) *apiError {
 
 // gemGenerationConfig fills gen.
 func gemGenerationConfig(top map[string]json.RawMessage, gen *gemGenConfig, stream bool) *apiError {
-	if raw := top["temperature"]; !gemIsNull(raw) {
-		v, e := gemNumber(raw, "temperature")
+	if raw := top["temperature"]; !isJSONNull(raw) {
+		v, e := readNumberText(raw, "temperature")
 		if e != nil {
 			return e
 		}
 		gen.Temperature = v
 	}
-	if raw := top["top_p"]; !gemIsNull(raw) {
-		v, e := gemNumber(raw, "top_p")
+	if raw := top["top_p"]; !isJSONNull(raw) {
+		v, e := readNumberText(raw, "top_p")
 		if e != nil {
 			return e
 		}
@@ -148,23 +148,23 @@ func gemGenerationConfig(top map[string]json.RawMessage, gen *gemGenConfig, stre
 	}
 	maxName := "max_completion_tokens"
 	maxRaw := top[maxName]
-	if gemIsNull(maxRaw) {
+	if isJSONNull(maxRaw) {
 		maxName = "max_tokens"
 		maxRaw = top[maxName]
 	}
-	if !gemIsNull(maxRaw) {
-		n, e := gemInt(maxRaw, maxName)
+	if !isJSONNull(maxRaw) {
+		n, e := readInteger(maxRaw, maxName)
 		if e != nil {
 			return e
 		}
 		if n < 1 {
-			return gemBadRequest(`"` + maxName + `" must be at least 1`)
+			return errInvalidRequest(`"` + maxName + `" must be at least 1`)
 		}
 		gen.MaxOutputTokens = n
 	}
-	if raw := top["stop"]; !gemIsNull(raw) {
+	if raw := top["stop"]; !isJSONNull(raw) {
 		if raw[0] == '"' {
-			s, e := gemString(raw, "stop")
+			s, e := readString(raw, "stop")
 			if e != nil {
 				return e
 			}
@@ -172,12 +172,12 @@ func gemGenerationConfig(top map[string]json.RawMessage, gen *gemGenConfig, stre
 				gen.StopSequences = []string{s}
 			}
 		} else {
-			arr, ok := gemParseArray(raw)
+			arr, ok := parseJSONArray(raw)
 			if !ok {
-				return gemBadRequest(`"stop" must be a string or an array of strings`)
+				return errInvalidRequest(`"stop" must be a string or an array of strings`)
 			}
 			for i := 0; i < len(arr); i++ {
-				s, e := gemString(arr[i], "stop")
+				s, e := readString(arr[i], "stop")
 				if e != nil {
 					return e
 				}
@@ -187,46 +187,46 @@ func gemGenerationConfig(top map[string]json.RawMessage, gen *gemGenConfig, stre
 			}
 		}
 	}
-	if raw := top["n"]; !gemIsNull(raw) {
-		n, e := gemInt(raw, "n")
+	if raw := top["n"]; !isJSONNull(raw) {
+		n, e := readInteger(raw, "n")
 		if e != nil {
 			return e
 		}
 		if n < 1 {
-			return gemBadRequest(`"n" must be at least 1`)
+			return errInvalidRequest(`"n" must be at least 1`)
 		}
 		if n > 1 && stream {
 			return gemUnsupported(`"n" greater than 1 is not supported with "stream" for Gemini models`)
 		}
 		gen.CandidateCount = n
 	}
-	if raw := top["presence_penalty"]; !gemIsNull(raw) {
-		v, e := gemNumber(raw, "presence_penalty")
+	if raw := top["presence_penalty"]; !isJSONNull(raw) {
+		v, e := readNumberText(raw, "presence_penalty")
 		if e != nil {
 			return e
 		}
-		if gemTruthy(v) {
+		if isJSONTruthy(v) {
 			gen.PresencePenalty = v
 		}
 	}
-	if raw := top["frequency_penalty"]; !gemIsNull(raw) {
-		v, e := gemNumber(raw, "frequency_penalty")
+	if raw := top["frequency_penalty"]; !isJSONNull(raw) {
+		v, e := readNumberText(raw, "frequency_penalty")
 		if e != nil {
 			return e
 		}
-		if gemTruthy(v) {
+		if isJSONTruthy(v) {
 			gen.FrequencyPenalty = v
 		}
 	}
-	if raw := top["seed"]; !gemIsNull(raw) {
-		n, e := gemInt(raw, "seed")
+	if raw := top["seed"]; !isJSONNull(raw) {
+		n, e := readInteger(raw, "seed")
 		if e != nil {
 			return e
 		}
 		gen.Seed = json.RawMessage(strconv.FormatInt(n, 10))
 	}
-	if raw := top["reasoning_effort"]; !gemIsNull(raw) {
-		effort, e := gemString(raw, "reasoning_effort")
+	if raw := top["reasoning_effort"]; !isJSONNull(raw) {
+		effort, e := readString(raw, "reasoning_effort")
 		if e != nil {
 			return e
 		}
@@ -245,12 +245,12 @@ func gemGenerationConfig(top map[string]json.RawMessage, gen *gemGenConfig, stre
 		}
 		gen.ThinkingConfig = &gemThinkingConfig{ThinkingBudget: json.RawMessage(budget)}
 	}
-	if raw := top["response_format"]; !gemIsNull(raw) {
-		rf, ok := gemParseObject(raw)
+	if raw := top["response_format"]; !isJSONNull(raw) {
+		rf, ok := parseJSONObject(raw)
 		if !ok {
-			return gemBadRequest(`"response_format" must be an object`)
+			return errInvalidRequest(`"response_format" must be an object`)
 		}
-		typ, e := gemString(rf["type"], "response_format.type")
+		typ, e := readString(rf["type"], "response_format.type")
 		if e != nil {
 			return e
 		}
@@ -260,14 +260,14 @@ func gemGenerationConfig(top map[string]json.RawMessage, gen *gemGenConfig, stre
 			gen.ResponseMimeType = "application/json"
 		case "json_schema":
 			gen.ResponseMimeType = "application/json"
-			js, ok := gemParseObject(rf["json_schema"])
+			js, ok := parseJSONObject(rf["json_schema"])
 			if !ok {
-				return gemBadRequest(`"response_format.json_schema" must be an object`)
+				return errInvalidRequest(`"response_format.json_schema" must be an object`)
 			}
 			schema := js["schema"]
-			if !gemIsNull(schema) {
+			if !isJSONNull(schema) {
 				if schema[0] != '{' {
-					return gemBadRequest(`"response_format.json_schema.schema" must be a JSON object`)
+					return errInvalidRequest(`"response_format.json_schema.schema" must be a JSON object`)
 				}
 				if conv, ok := gemConvertSchema(schema, 0, true); ok {
 					gen.ResponseSchema = conv
@@ -284,22 +284,22 @@ func gemGenerationConfig(top map[string]json.RawMessage, gen *gemGenConfig, stre
 
 // gemTools converts tools[] into function declarations.
 func gemTools(raw json.RawMessage) ([]gemFuncDecl, *apiError) {
-	if gemIsNull(raw) {
+	if isJSONNull(raw) {
 		return nil, nil
 	}
-	arr, ok := gemParseArray(raw)
+	arr, ok := parseJSONArray(raw)
 	if !ok {
-		return nil, gemBadRequest(`"tools" must be an array`)
+		return nil, errInvalidRequest(`"tools" must be an array`)
 	}
 	var decls []gemFuncDecl
 	for i := 0; i < len(arr); i++ {
 		where := "tools[" + strconv.Itoa(i) + "]"
-		tool, ok := gemParseObject(arr[i])
+		tool, ok := parseJSONObject(arr[i])
 		if !ok {
-			return nil, gemBadRequest(`"` + where + `" must be an object`)
+			return nil, errInvalidRequest(`"` + where + `" must be an object`)
 		}
-		if t := tool["type"]; !gemIsNull(t) {
-			typ, e := gemString(t, where+".type")
+		if t := tool["type"]; !isJSONNull(t) {
+			typ, e := readString(t, where+".type")
 			if e != nil {
 				return nil, e
 			}
@@ -307,28 +307,28 @@ func gemTools(raw json.RawMessage) ([]gemFuncDecl, *apiError) {
 				return nil, gemUnsupported(`"` + where + `.type" "` + typ + `" is not supported for Gemini models (only "function")`)
 			}
 		}
-		fn, ok := gemParseObject(tool["function"])
+		fn, ok := parseJSONObject(tool["function"])
 		if !ok {
-			return nil, gemBadRequest(`"` + where + `.function" must be an object`)
+			return nil, errInvalidRequest(`"` + where + `.function" must be an object`)
 		}
-		name, e := gemString(fn["name"], where+".function.name")
+		name, e := readString(fn["name"], where+".function.name")
 		if e != nil {
 			return nil, e
 		}
 		if name == "" {
-			return nil, gemBadRequest(`"` + where + `.function.name" must not be empty`)
+			return nil, errInvalidRequest(`"` + where + `.function.name" must not be empty`)
 		}
 		d := gemFuncDecl{Name: name}
-		if raw := fn["description"]; !gemIsNull(raw) {
-			desc, de := gemString(raw, where+".function.description")
+		if raw := fn["description"]; !isJSONNull(raw) {
+			desc, de := readString(raw, where+".function.description")
 			if de != nil {
 				return nil, de
 			}
 			d.Description = desc
 		}
-		if params := fn["parameters"]; !gemIsNull(params) {
+		if params := fn["parameters"]; !isJSONNull(params) {
 			if params[0] != '{' {
-				return nil, gemBadRequest(`"` + where + `.function.parameters" must be a JSON object`)
+				return nil, errInvalidRequest(`"` + where + `.function.parameters" must be a JSON object`)
 			}
 			if !gemEmptyObjectSchema(params) {
 				if conv, ok := gemConvertSchema(params, 0, false); ok {
@@ -345,14 +345,14 @@ func gemTools(raw json.RawMessage) ([]gemFuncDecl, *apiError) {
 
 // gemToolChoice maps tool_choice, possibly narrowing the declarations.
 func gemToolChoice(raw json.RawMessage, decls []gemFuncDecl) (*gemToolConfig, []gemFuncDecl, *apiError) {
-	if gemIsNull(raw) {
+	if isJSONNull(raw) {
 		return nil, decls, nil
 	}
 	mode := ""
 	var names []string
 	narrow := false
 	if raw[0] == '"' {
-		s, e := gemString(raw, "tool_choice")
+		s, e := readString(raw, "tool_choice")
 		if e != nil {
 			return nil, nil, e
 		}
@@ -364,35 +364,35 @@ func gemToolChoice(raw json.RawMessage, decls []gemFuncDecl) (*gemToolConfig, []
 		case "required":
 			mode = "ANY"
 		default:
-			return nil, nil, gemBadRequest(`"tool_choice" must be "auto", "none", "required" or an object`)
+			return nil, nil, errInvalidRequest(`"tool_choice" must be "auto", "none", "required" or an object`)
 		}
 	} else {
-		obj, ok := gemParseObject(raw)
+		obj, ok := parseJSONObject(raw)
 		if !ok {
-			return nil, nil, gemBadRequest(`"tool_choice" must be a string or an object`)
+			return nil, nil, errInvalidRequest(`"tool_choice" must be a string or an object`)
 		}
-		typ, e := gemString(obj["type"], "tool_choice.type")
+		typ, e := readString(obj["type"], "tool_choice.type")
 		if e != nil {
 			return nil, nil, e
 		}
 		switch typ {
 		case "function":
-			fn, ok := gemParseObject(obj["function"])
+			fn, ok := parseJSONObject(obj["function"])
 			if !ok {
-				return nil, nil, gemBadRequest(`"tool_choice.function" must be an object`)
+				return nil, nil, errInvalidRequest(`"tool_choice.function" must be an object`)
 			}
-			name, e := gemString(fn["name"], "tool_choice.function.name")
+			name, e := readString(fn["name"], "tool_choice.function.name")
 			if e != nil {
 				return nil, nil, e
 			}
 			mode = "ANY"
 			names = []string{name}
 		case "allowed_tools":
-			at, ok := gemParseObject(obj["allowed_tools"])
+			at, ok := parseJSONObject(obj["allowed_tools"])
 			if !ok {
-				return nil, nil, gemBadRequest(`"tool_choice.allowed_tools" must be an object`)
+				return nil, nil, errInvalidRequest(`"tool_choice.allowed_tools" must be an object`)
 			}
-			m, e := gemString(at["mode"], "tool_choice.allowed_tools.mode")
+			m, e := readString(at["mode"], "tool_choice.allowed_tools.mode")
 			if e != nil {
 				return nil, nil, e
 			}
@@ -403,23 +403,23 @@ func gemToolChoice(raw json.RawMessage, decls []gemFuncDecl) (*gemToolConfig, []
 			case "required":
 				mode = "ANY"
 			default:
-				return nil, nil, gemBadRequest(`"tool_choice.allowed_tools.mode" must be "auto" or "required"`)
+				return nil, nil, errInvalidRequest(`"tool_choice.allowed_tools.mode" must be "auto" or "required"`)
 			}
-			list, ok := gemParseArray(at["tools"])
+			list, ok := parseJSONArray(at["tools"])
 			if !ok || len(list) == 0 {
-				return nil, nil, gemBadRequest(`"tool_choice.allowed_tools.tools" must be a non-empty array`)
+				return nil, nil, errInvalidRequest(`"tool_choice.allowed_tools.tools" must be a non-empty array`)
 			}
 			for i := 0; i < len(list); i++ {
 				where := "tool_choice.allowed_tools.tools[" + strconv.Itoa(i) + "]"
-				t, ok := gemParseObject(list[i])
+				t, ok := parseJSONObject(list[i])
 				if !ok {
-					return nil, nil, gemBadRequest(`"` + where + `" must be an object`)
+					return nil, nil, errInvalidRequest(`"` + where + `" must be an object`)
 				}
-				fn, ok := gemParseObject(t["function"])
+				fn, ok := parseJSONObject(t["function"])
 				if !ok {
 					return nil, nil, gemUnsupported(`"` + where + `" must be a function tool`)
 				}
-				name, e := gemString(fn["name"], where+".function.name")
+				name, e := readString(fn["name"], where+".function.name")
 				if e != nil {
 					return nil, nil, e
 				}
@@ -433,7 +433,7 @@ func gemToolChoice(raw json.RawMessage, decls []gemFuncDecl) (*gemToolConfig, []
 		if mode == "AUTO" || mode == "NONE" {
 			return nil, decls, nil
 		}
-		return nil, nil, gemBadRequest(`"tool_choice" requires "tools"`)
+		return nil, nil, errInvalidRequest(`"tool_choice" requires "tools"`)
 	}
 	for i := 0; i < len(names); i++ {
 		found := false
@@ -444,7 +444,7 @@ func gemToolChoice(raw json.RawMessage, decls []gemFuncDecl) (*gemToolConfig, []
 			}
 		}
 		if !found {
-			return nil, nil, gemBadRequest(`"tool_choice" names the function "` + names[i] + `", which is not in "tools"`)
+			return nil, nil, errInvalidRequest(`"tool_choice" names the function "` + names[i] + `", which is not in "tools"`)
 		}
 	}
 	cfg := &gemToolConfig{FunctionCallingConfig: gemFuncCallingConfig{Mode: mode}}
@@ -466,9 +466,9 @@ func gemToolChoice(raw json.RawMessage, decls []gemFuncDecl) (*gemToolConfig, []
 
 // gemMessages converts messages[] into systemInstruction and contents.
 func gemMessages(raw json.RawMessage) (*gemContentOut, []gemContentOut, *apiError) {
-	msgs, ok := gemParseArray(raw)
+	msgs, ok := parseJSONArray(raw)
 	if !ok || len(msgs) == 0 {
-		return nil, nil, gemBadRequest(`"messages" must be a non-empty array`)
+		return nil, nil, errInvalidRequest(`"messages" must be a non-empty array`)
 	}
 	var sys *gemContentOut
 	var contents []gemContentOut
@@ -486,18 +486,18 @@ func gemMessages(raw json.RawMessage) (*gemContentOut, []gemContentOut, *apiErro
 	callNames := map[string]string{}
 	for i := 0; i < len(msgs); i++ {
 		where := "messages[" + strconv.Itoa(i) + "]"
-		m, ok := gemParseObject(msgs[i])
+		m, ok := parseJSONObject(msgs[i])
 		if !ok {
-			return nil, nil, gemBadRequest(`"` + where + `" must be an object`)
+			return nil, nil, errInvalidRequest(`"` + where + `" must be an object`)
 		}
-		role, e := gemString(m["role"], where+".role")
+		role, e := readString(m["role"], where+".role")
 		if e != nil {
 			return nil, nil, e
 		}
 		switch role {
 		case "system", "developer":
-			if gemIsNull(m["content"]) {
-				return nil, nil, gemBadRequest(`"` + where + `.content" is required`)
+			if isJSONNull(m["content"]) {
+				return nil, nil, errInvalidRequest(`"` + where + `.content" is required`)
 			}
 			parts, e := gemContentParts(m["content"], where, "system")
 			if e != nil {
@@ -510,8 +510,8 @@ func gemMessages(raw json.RawMessage) (*gemContentOut, []gemContentOut, *apiErro
 				sys.Parts = append(sys.Parts, parts...)
 			}
 		case "user":
-			if gemIsNull(m["content"]) {
-				return nil, nil, gemBadRequest(`"` + where + `.content" is required`)
+			if isJSONNull(m["content"]) {
+				return nil, nil, errInvalidRequest(`"` + where + `.content" is required`)
 			}
 			parts, e := gemContentParts(m["content"], where, "user")
 			if e != nil {
@@ -527,18 +527,18 @@ func gemMessages(raw json.RawMessage) (*gemContentOut, []gemContentOut, *apiErro
 			if e != nil {
 				return nil, nil, e
 			}
-			if !gemIsNull(m["function_call"]) {
+			if !isJSONNull(m["function_call"]) {
 				return nil, nil, gemUnsupported(`"` + where + `.function_call" is deprecated and not supported for Gemini models; use "tool_calls"`)
 			}
 			add("model", append(parts, calls...))
 		case "tool":
-			id, e := gemString(m["tool_call_id"], where+".tool_call_id")
+			id, e := readString(m["tool_call_id"], where+".tool_call_id")
 			if e != nil {
 				return nil, nil, e
 			}
 			name, found := callNames[id]
 			if !found {
-				return nil, nil, gemBadRequest(`"` + where + `.tool_call_id" "` + id + `" does not match a tool call of an earlier assistant message`)
+				return nil, nil, errInvalidRequest(`"` + where + `.tool_call_id" "` + id + `" does not match a tool call of an earlier assistant message`)
 			}
 			output, e := gemToolOutput(m["content"], where)
 			if e != nil {
@@ -548,11 +548,11 @@ func gemMessages(raw json.RawMessage) (*gemContentOut, []gemContentOut, *apiErro
 		case "function":
 			return nil, nil, gemUnsupported(`"` + where + `.role" "function" is deprecated and not supported for Gemini models; use "tool"`)
 		default:
-			return nil, nil, gemBadRequest(`"` + where + `.role" "` + role + `" is not a valid role`)
+			return nil, nil, errInvalidRequest(`"` + where + `.role" "` + role + `" is not a valid role`)
 		}
 	}
 	if len(contents) == 0 {
-		return nil, nil, gemBadRequest(`"messages" must contain at least one user or assistant message with content`)
+		return nil, nil, errInvalidRequest(`"messages" must contain at least one user or assistant message with content`)
 	}
 	return sys, contents, nil
 }

@@ -42,18 +42,6 @@ func gemUsage(u *gemUsageIn) (usage, gemOAUsageOut) {
 	}, out
 }
 
-// gemCallArgs renders functionCall.args as compact JSON arguments.
-func gemCallArgs(args json.RawMessage) string {
-	if gemIsNull(args) {
-		return "{}"
-	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, args); err != nil {
-		return "{}"
-	}
-	return buf.String()
-}
-
 // gemCallIDBase is the per-response part of generated tool call ids.
 func gemCallIDBase(responseID, idFallback string) string {
 	if responseID != "" {
@@ -116,7 +104,7 @@ func geminiChatResponse(body []byte, tc translateContext) ([]byte, usage, *apiEr
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, usage{}, gemBadUpstream(err)
 	}
-	if !gemIsNull(r.Error) {
+	if !isJSONNull(r.Error) {
 		return nil, usage{}, gemUpstreamError(r.Error, body)
 	}
 	out := gemOACompletionOut{
@@ -142,7 +130,7 @@ func geminiChatResponse(body []byte, tc translateContext) ([]byte, usage, *apiEr
 					calls = append(calls, gemOAToolCallOut{
 						ID:       gemCallID(p.FunctionCall, base, callN, p.ThoughtSignature),
 						Type:     "function",
-						Function: gemOAFunctionOut{Name: p.FunctionCall.Name, Arguments: gemCallArgs(p.FunctionCall.Args)},
+						Function: gemOAFunctionOut{Name: p.FunctionCall.Name, Arguments: compactArguments(p.FunctionCall.Args)},
 					})
 					callN++
 					continue
@@ -179,7 +167,7 @@ func geminiChatResponse(body []byte, tc translateContext) ([]byte, usage, *apiEr
 		u = ru
 		out.Usage = &uo
 	}
-	return gemMarshal(out), u, nil
+	return encodeJSON(out), u, nil
 }
 
 // ---------------------------------------------------------------------
@@ -214,7 +202,7 @@ func (s *geminiStream) chunk(delta gemOADelta, finish string) streamPayload {
 	if finish != "" {
 		c.Choices[0].FinishReason = &finish
 	}
-	return streamPayload{data: gemMarshal(c)}
+	return streamPayload{data: encodeJSON(c)}
 }
 
 // textChunk appends a content delta for non-empty text.
@@ -237,7 +225,7 @@ func (s *geminiStream) event(ev sseEvent, out []streamPayload) ([]streamPayload,
 	if err := json.Unmarshal(data, &r); err != nil {
 		return out, gemBadUpstream(err)
 	}
-	if !gemIsNull(r.Error) {
+	if !isJSONNull(r.Error) {
 		return out, gemUpstreamError(r.Error, data)
 	}
 	if !s.started {
@@ -279,7 +267,7 @@ func (s *geminiStream) event(ev sseEvent, out []streamPayload) ([]streamPayload,
 						Index:    s.calls,
 						ID:       gemCallID(p.FunctionCall, s.callBase, s.calls, p.ThoughtSignature),
 						Type:     "function",
-						Function: gemOAFunctionOut{Name: p.FunctionCall.Name, Arguments: gemCallArgs(p.FunctionCall.Args)},
+						Function: gemOAFunctionOut{Name: p.FunctionCall.Name, Arguments: compactArguments(p.FunctionCall.Args)},
 					}
 					s.calls++
 					s.sawCall = true
@@ -316,7 +304,7 @@ func (s *geminiStream) finish(out []streamPayload) ([]streamPayload, *apiError) 
 			Choices: []gemOAChunkChoice{},
 			Usage:   &uo,
 		}
-		out = append(out, streamPayload{data: gemMarshal(c)})
+		out = append(out, streamPayload{data: encodeJSON(c)})
 	}
 	return out, nil
 }

@@ -12,7 +12,7 @@ import (
 // that declares no properties (Gemini rejects an OBJECT without
 // properties; such a function takes no arguments).
 func gemEmptyObjectSchema(raw json.RawMessage) bool {
-	keys, vals, ok := gemOrderedObject(raw)
+	keys, vals, ok := parseJSONOrderedObject(raw)
 	if !ok {
 		return false
 	}
@@ -61,7 +61,7 @@ func gemSchemaType(raw json.RawMessage) (string, bool, bool) {
 		u := upper(t)
 		return u, false, u != ""
 	}
-	arr, ok := gemParseArray(raw)
+	arr, ok := parseJSONArray(raw)
 	if !ok {
 		return "", false, false
 	}
@@ -90,19 +90,6 @@ func gemSchemaType(raw json.RawMessage) (string, bool, bool) {
 	return typ, nullable, true
 }
 
-func gemStringArray(raw json.RawMessage) bool {
-	arr, ok := gemParseArray(raw)
-	if !ok {
-		return false
-	}
-	for i := 0; i < len(arr); i++ {
-		if len(arr[i]) == 0 || arr[i][0] != '"' {
-			return false
-		}
-	}
-	return true
-}
-
 // gemConvertSchema converts a JSON Schema to Gemini's Schema, or
 // reports false when the schema uses anything outside the subset (the
 // caller then sends it verbatim as a JSON Schema). ordering adds
@@ -111,7 +98,7 @@ func gemConvertSchema(raw json.RawMessage, depth int, ordering bool) (json.RawMe
 	if depth > 32 {
 		return nil, false
 	}
-	keys, vals, ok := gemOrderedObject(raw)
+	keys, vals, ok := parseJSONOrderedObject(raw)
 	if !ok {
 		return nil, false
 	}
@@ -134,7 +121,7 @@ func gemConvertSchema(raw json.RawMessage, depth int, ordering bool) (json.RawMe
 			buf.WriteByte(',')
 		}
 		first = false
-		buf.Write(gemQuote(k))
+		buf.Write(quoteJSON(k))
 		buf.WriteByte(':')
 		buf.Write(v)
 	}
@@ -148,7 +135,7 @@ func gemConvertSchema(raw json.RawMessage, depth int, ordering bool) (json.RawMe
 			if !ok {
 				return nil, false
 			}
-			write("type", gemQuote(t))
+			write("type", quoteJSON(t))
 			if nullable && !hasKey("nullable") {
 				write("nullable", []byte("true"))
 			}
@@ -173,12 +160,12 @@ func gemConvertSchema(raw json.RawMessage, depth int, ordering bool) (json.RawMe
 			}
 			write(k, v)
 		case "enum", "required", "propertyOrdering":
-			if !gemStringArray(v) {
+			if !isJSONStringArray(v) {
 				return nil, false
 			}
 			write(k, v)
 		case "minItems", "maxItems", "minLength", "maxLength", "minProperties", "maxProperties", "minimum", "maximum":
-			if !gemIsNumber(v) {
+			if !isJSONNumber(v) {
 				return nil, false
 			}
 			write(k, v)
@@ -191,7 +178,7 @@ func gemConvertSchema(raw json.RawMessage, depth int, ordering bool) (json.RawMe
 			}
 			write(k, conv)
 		case "properties":
-			pk, pv, ok := gemOrderedObject(v)
+			pk, pv, ok := parseJSONOrderedObject(v)
 			if !ok {
 				return nil, false
 			}
@@ -205,7 +192,7 @@ func gemConvertSchema(raw json.RawMessage, depth int, ordering bool) (json.RawMe
 				if j > 0 {
 					pb.WriteByte(',')
 				}
-				pb.Write(gemQuote(pk[j]))
+				pb.Write(quoteJSON(pk[j]))
 				pb.WriteByte(':')
 				pb.Write(conv)
 			}
@@ -213,7 +200,7 @@ func gemConvertSchema(raw json.RawMessage, depth int, ordering bool) (json.RawMe
 			write(k, pb.Bytes())
 			propNames = pk
 		case "anyOf":
-			arr, ok := gemParseArray(v)
+			arr, ok := parseJSONArray(v)
 			if !ok || len(arr) == 0 {
 				return nil, false
 			}
@@ -244,7 +231,7 @@ func gemConvertSchema(raw json.RawMessage, depth int, ordering bool) (json.RawMe
 		return nil, false
 	}
 	if ordering && len(propNames) > 1 && !hasKey("propertyOrdering") {
-		write("propertyOrdering", gemMarshal(propNames))
+		write("propertyOrdering", encodeJSON(propNames))
 	}
 	buf.WriteByte('}')
 	return json.RawMessage(buf.Bytes()), true
