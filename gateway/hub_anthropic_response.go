@@ -67,76 +67,6 @@ type anthropicWireDelta struct {
 	StopReason  *string `json:"stop_reason"`
 }
 
-// The OpenAI shapes this translator writes.
-
-type anthropicChatCompletion struct {
-	ID      string                `json:"id"`
-	Object  string                `json:"object"`
-	Created int64                 `json:"created"`
-	Model   string                `json:"model"`
-	Choices []anthropicChatChoice `json:"choices"`
-	Usage   *anthropicChatUsage   `json:"usage,omitempty"`
-}
-
-type anthropicChatChoice struct {
-	Index        int                  `json:"index"`
-	Message      anthropicChatMessage `json:"message"`
-	Logprobs     *string              `json:"logprobs"`
-	FinishReason string               `json:"finish_reason"`
-}
-
-type anthropicChatMessage struct {
-	Role      string                  `json:"role"`
-	Content   *string                 `json:"content"`
-	ToolCalls []anthropicChatToolCall `json:"tool_calls,omitempty"`
-}
-
-// anthropicChatToolCall is a whole tool call or, in a stream, one
-// fragment of it (index always; id, type and name only in the first).
-type anthropicChatToolCall struct {
-	Index    *int                  `json:"index,omitempty"`
-	ID       string                `json:"id,omitempty"`
-	Type     string                `json:"type,omitempty"`
-	Function anthropicChatFunction `json:"function"`
-}
-
-type anthropicChatFunction struct {
-	Name      string `json:"name,omitempty"`
-	Arguments string `json:"arguments"`
-}
-
-type anthropicChatUsage struct {
-	PromptTokens        int64                    `json:"prompt_tokens"`
-	CompletionTokens    int64                    `json:"completion_tokens"`
-	TotalTokens         int64                    `json:"total_tokens"`
-	PromptTokensDetails anthropicChatTokenDetail `json:"prompt_tokens_details"`
-}
-
-type anthropicChatTokenDetail struct {
-	CachedTokens int64 `json:"cached_tokens"`
-}
-
-type anthropicChatChunk struct {
-	ID      string                     `json:"id"`
-	Object  string                     `json:"object"`
-	Created int64                      `json:"created"`
-	Model   string                     `json:"model"`
-	Choices []anthropicChatChunkChoice `json:"choices"`
-	Usage   *anthropicChatUsage        `json:"usage,omitempty"`
-}
-
-type anthropicChatChunkChoice struct {
-	Index        int                `json:"index"`
-	Delta        anthropicChatDelta `json:"delta"`
-	FinishReason *string            `json:"finish_reason"`
-}
-
-type anthropicChatDelta struct {
-	Role      string                  `json:"role,omitempty"`
-	Content   *string                 `json:"content,omitempty"`
-	ToolCalls []anthropicChatToolCall `json:"tool_calls,omitempty"`
-}
-
 // anthropicFinishReason maps a stop_reason to a finish_reason; unknown
 // or missing reasons read as a normal stop.
 func anthropicFinishReason(stopReason *string) string {
@@ -189,15 +119,6 @@ func anthropicUsageTotals(raw usage) usage {
 	return raw
 }
 
-func anthropicChatUsageOf(u usage) *anthropicChatUsage {
-	return &anthropicChatUsage{
-		PromptTokens:        u.promptTokens,
-		CompletionTokens:    u.completionTokens,
-		TotalTokens:         u.promptTokens + u.completionTokens,
-		PromptTokensDetails: anthropicChatTokenDetail{CachedTokens: u.cacheReadTokens},
-	}
-}
-
 // anthropicChatResponse translates a non-streaming Messages response
 // into an OpenAI chat.completion and reports its usage.
 func anthropicChatResponse(body []byte, tc translateContext) ([]byte, usage, *apiError) {
@@ -219,7 +140,7 @@ func anthropicChatResponse(body []byte, tc translateContext) ([]byte, usage, *ap
 	}
 	var text strings.Builder
 	hasText := false
-	var calls []anthropicChatToolCall
+	var calls []hubToolCall
 	for i := 0; i < len(msg.Content); i++ {
 		block := msg.Content[i]
 		switch block.Type {
@@ -227,11 +148,11 @@ func anthropicChatResponse(body []byte, tc translateContext) ([]byte, usage, *ap
 			text.WriteString(block.Text)
 			hasText = true
 		case "tool_use":
-			calls = append(calls, anthropicChatToolCall{ID: block.ID, Type: "function",
-				Function: anthropicChatFunction{Name: block.Name, Arguments: compactArguments(block.Input)}})
+			calls = append(calls, hubToolCall{ID: block.ID, Type: "function",
+				Function: hubFunction{Name: block.Name, Arguments: compactArguments(block.Input)}})
 		}
 	}
-	message := anthropicChatMessage{Role: "assistant", ToolCalls: calls}
+	message := hubMessage{Role: "assistant", ToolCalls: calls}
 	if hasText || len(calls) == 0 {
 		s := text.String()
 		message.Content = &s
@@ -240,18 +161,18 @@ func anthropicChatResponse(body []byte, tc translateContext) ([]byte, usage, *ap
 	if id == "" {
 		id = tc.idFallback
 	}
-	out := anthropicChatCompletion{
+	out := hubChatCompletion{
 		ID:      id,
 		Object:  "chat.completion",
 		Created: tc.created,
 		Model:   tc.requestedModel,
-		Choices: []anthropicChatChoice{{Index: 0, Message: message, FinishReason: anthropicFinishReason(msg.StopReason)}},
+		Choices: []hubChoice{{Index: 0, Message: message, FinishReason: anthropicFinishReason(msg.StopReason)}},
 	}
 	var u usage
 	msg.Usage.addTo(&u)
 	u = anthropicUsageTotals(u)
 	if u.reported {
-		out.Usage = anthropicChatUsageOf(u)
+		out.Usage = newHubUsage(u)
 	}
 	data := encodeJSON(&out)
 	if data == nil {
@@ -365,9 +286,9 @@ func (s *anthropicStream) event(ev sseEvent, out []streamPayload) ([]streamPaylo
 		k := s.nextTool
 		s.nextTool++
 		s.toolIndex[data.Index] = k
-		call := anthropicChatToolCall{Index: &k, ID: data.ContentBlock.ID, Type: "function",
-			Function: anthropicChatFunction{Name: data.ContentBlock.Name}}
-		return append(s.start(out), s.chunk(anthropicChatDelta{ToolCalls: []anthropicChatToolCall{call}}, nil)), nil
+		call := hubToolCall{Index: &k, ID: data.ContentBlock.ID, Type: "function",
+			Function: hubFunction{Name: data.ContentBlock.Name}}
+		return append(s.start(out), s.chunk(hubDelta{ToolCalls: []hubToolCall{call}}, nil)), nil
 	case "content_block_delta":
 		return s.blockDelta(out, &data)
 	case "message_delta":
@@ -393,7 +314,7 @@ func (s *anthropicStream) start(out []streamPayload) []streamPayload {
 	}
 	s.started = true
 	empty := ""
-	return append(out, s.chunk(anthropicChatDelta{Role: "assistant", Content: &empty}, nil))
+	return append(out, s.chunk(hubDelta{Role: "assistant", Content: &empty}, nil))
 }
 
 func (s *anthropicStream) blockDelta(out []streamPayload, data *anthropicWireEvent) ([]streamPayload, *apiError) {
@@ -406,21 +327,21 @@ func (s *anthropicStream) blockDelta(out []streamPayload, data *anthropicWireEve
 			return out, nil
 		}
 		text := data.Delta.Text
-		return append(s.start(out), s.chunk(anthropicChatDelta{Content: &text}, nil)), nil
+		return append(s.start(out), s.chunk(hubDelta{Content: &text}, nil)), nil
 	case "input_json_delta":
 		k, ok := s.toolIndex[data.Index]
 		if !ok || data.Delta.PartialJSON == "" {
 			return out, nil
 		}
-		call := anthropicChatToolCall{Index: &k, Function: anthropicChatFunction{Arguments: data.Delta.PartialJSON}}
-		return append(s.start(out), s.chunk(anthropicChatDelta{ToolCalls: []anthropicChatToolCall{call}}, nil)), nil
+		call := hubToolCall{Index: &k, Function: hubFunction{Arguments: data.Delta.PartialJSON}}
+		return append(s.start(out), s.chunk(hubDelta{ToolCalls: []hubToolCall{call}}, nil)), nil
 	}
 	return out, nil // thinking_delta, signature_delta, citations_delta
 }
 
 func (s *anthropicStream) finishChunk(out []streamPayload, reason string) []streamPayload {
 	s.finishSent = true
-	return append(s.start(out), s.chunk(anthropicChatDelta{}, &reason))
+	return append(s.start(out), s.chunk(hubDelta{}, &reason))
 }
 
 // stop ends the stream: the finish chunk if message_delta never sent
@@ -430,22 +351,15 @@ func (s *anthropicStream) stop(out []streamPayload) []streamPayload {
 		out = s.finishChunk(out, "stop")
 	}
 	if s.tc.includeUsage {
-		c := anthropicChatChunk{ID: s.id, Object: "chat.completion.chunk", Created: s.tc.created,
-			Model: s.tc.requestedModel, Choices: []anthropicChatChunkChoice{}, Usage: anthropicChatUsageOf(s.usage())}
-		out = append(out, s.payload(&c))
+		out = append(out, hubUsagePayload(s.tc, s.id, newHubUsage(s.usage())))
 	}
 	s.stopped = true
 	return out
 }
 
-func (s *anthropicStream) chunk(delta anthropicChatDelta, finish *string) streamPayload {
-	c := anthropicChatChunk{ID: s.id, Object: "chat.completion.chunk", Created: s.tc.created, Model: s.tc.requestedModel,
-		Choices: []anthropicChatChunkChoice{{Index: 0, Delta: delta, FinishReason: finish}}}
-	return s.payload(&c)
-}
-
-func (s *anthropicStream) payload(c *anthropicChatChunk) streamPayload {
-	return streamPayload{data: encodeJSON(c)}
+// chunk is the payload of a chunk carrying delta.
+func (s *anthropicStream) chunk(delta hubDelta, finish *string) streamPayload {
+	return hubDeltaPayload(s.tc, s.id, delta, finish)
 }
 
 func (s *anthropicStream) finish(out []streamPayload) ([]streamPayload, *apiError) {

@@ -29,7 +29,7 @@ var anthropicStreamCases = []struct {
 	content      string
 	tools        []anthropicAccumulatedTool
 	finish       string
-	usage        *anthropicChatUsage
+	usage        *hubUsage
 	errorCode    string
 }{
 	{name: "text", id: "msg_01Text", content: "Hello, <world> & \"friends\"\n¡ünïcödé ✓", finish: "stop"},
@@ -39,12 +39,12 @@ var anthropicStreamCases = []struct {
 			{id: "toolu_01B", name: "get_time", arguments: `{"tz":"Europe/Paris","n":12345678901234567890123}`},
 		},
 		finish: "tool_calls",
-		usage:  &anthropicChatUsage{PromptTokens: 410, CompletionTokens: 38, TotalTokens: 448}},
+		usage:  &hubUsage{PromptTokens: 410, CompletionTokens: 38, TotalTokens: 448}},
 	{name: "thinking", includeUsage: true, id: "msg_01Think", content: "2 + 2 = 4.", finish: "stop",
-		usage: &anthropicChatUsage{PromptTokens: 30, CompletionTokens: 57, TotalTokens: 87}},
+		usage: &hubUsage{PromptTokens: 30, CompletionTokens: 57, TotalTokens: 87}},
 	{name: "usage_cache", includeUsage: true, id: "msg_01Cache", content: "Long answer cut", finish: "length",
-		usage: &anthropicChatUsage{PromptTokens: 3005, CompletionTokens: 20, TotalTokens: 3025,
-			PromptTokensDetails: anthropicChatTokenDetail{CachedTokens: 2000}}},
+		usage: &hubUsage{PromptTokens: 3005, CompletionTokens: 20, TotalTokens: 3025,
+			PromptTokensDetails: hubPromptTokensDetails{CachedTokens: 2000}}},
 	{name: "error_overloaded", includeUsage: true, id: "msg_01Err", content: "Partial", errorCode: "upstream_error"},
 	{name: "truncated", includeUsage: true, id: "msg_01Trunc", content: "Cut ",
 		tools:     []anthropicAccumulatedTool{{id: "toolu_01C", name: "lookup", arguments: `{"q":`}},
@@ -79,7 +79,7 @@ type anthropicAccumulated struct {
 	tools       []anthropicAccumulatedTool
 	finish      string
 	finishes    int
-	usage       *anthropicChatUsage
+	usage       *hubUsage
 	usageLast   bool // the usage chunk came after every choice chunk
 	done        int
 	errorCode   string
@@ -118,7 +118,7 @@ func accumulateAnthropicOutput(t *testing.T, out []byte) anthropicAccumulated {
 			Created int64           `json:"created"`
 			Model   string          `json:"model"`
 			Choices json.RawMessage `json:"choices"`
-			Usage   *anthropicChatUsage
+			Usage   *hubUsage
 			Error   *struct {
 				Type string `json:"type"`
 				Code string `json:"code"`

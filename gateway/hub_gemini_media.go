@@ -122,24 +122,6 @@ type gemEmbedRespIn struct {
 	Error      json.RawMessage  `json:"error"`
 }
 
-type gemOAEmbeddingOut struct {
-	Object    string        `json:"object"`
-	Index     int           `json:"index"`
-	Embedding []json.Number `json:"embedding"`
-}
-
-type gemOAEmbedUsage struct {
-	PromptTokens int64 `json:"prompt_tokens"`
-	TotalTokens  int64 `json:"total_tokens"`
-}
-
-type gemOAEmbeddingsOut struct {
-	Object string              `json:"object"`
-	Data   []gemOAEmbeddingOut `json:"data"`
-	Model  string              `json:"model"`
-	Usage  gemOAEmbedUsage     `json:"usage"`
-}
-
 // geminiEmbedResponse translates an :embedContent (batch=false) or
 // :batchEmbedContents (batch=true) response. The float values keep the
 // exact text the upstream sent. Gemini reports no token counts, so the
@@ -164,7 +146,7 @@ func geminiEmbedResponse(body []byte, tc translateContext, batch bool) ([]byte, 
 		}
 		list = []gemEmbedValues{*r.Embedding}
 	}
-	out := gemOAEmbeddingsOut{Object: "list", Model: tc.requestedModel, Data: make([]gemOAEmbeddingOut, 0, len(list))}
+	out := hubEmbeddingList{Object: "list", Model: tc.requestedModel, Data: make([]hubEmbedding, 0, len(list))}
 	for i := 0; i < len(list); i++ {
 		vals := list[i].Values
 		if vals == nil {
@@ -175,7 +157,7 @@ func geminiEmbedResponse(body []byte, tc translateContext, batch bool) ([]byte, 
 				return nil, usage{}, gemBadUpstream(nil)
 			}
 		}
-		out.Data = append(out.Data, gemOAEmbeddingOut{Object: "embedding", Index: i, Embedding: vals})
+		out.Data = append(out.Data, hubEmbedding{Object: "embedding", Index: i, Embedding: encodeJSON(vals)})
 	}
 	data := encodeJSON(out)
 	if data == nil {
@@ -196,24 +178,11 @@ func geminiEmbedWantsBase64(body []byte) bool {
 	return req.EncodingFormat == "base64"
 }
 
-type gemOAEmbeddingIn struct {
-	Object    string          `json:"object"`
-	Index     int             `json:"index"`
-	Embedding json.RawMessage `json:"embedding"`
-}
-
-type gemOAEmbeddingsIn struct {
-	Object string             `json:"object"`
-	Data   []gemOAEmbeddingIn `json:"data"`
-	Model  string             `json:"model"`
-	Usage  json.RawMessage    `json:"usage"`
-}
-
 // geminiEmbedBase64 rewrites an OpenAI embeddings response's float
 // arrays as base64 of little-endian float32, OpenAI's
 // encoding_format "base64".
 func geminiEmbedBase64(body []byte) ([]byte, *apiError) {
-	var in gemOAEmbeddingsIn
+	var in hubEmbeddingList
 	if err := json.Unmarshal(body, &in); err != nil {
 		return nil, gemBadUpstream(err)
 	}
@@ -341,15 +310,6 @@ type gemPredictRespIn struct {
 	Error       json.RawMessage   `json:"error"`
 }
 
-type gemOAImageOut struct {
-	B64JSON string `json:"b64_json"`
-}
-
-type gemOAImagesOut struct {
-	Created int64           `json:"created"`
-	Data    []gemOAImageOut `json:"data"`
-}
-
 // geminiImageResponse translates an Imagen :predict response into
 // OpenAI's {"created","data":[{"b64_json"}]}. Predictions Imagen
 // filtered (no image bytes) are skipped; when nothing is left the
@@ -366,13 +326,13 @@ func geminiImageResponse(body []byte, created int64) ([]byte, *apiError) {
 	if !isJSONNull(r.Error) {
 		return nil, gemUpstreamError(r.Error, body)
 	}
-	out := gemOAImagesOut{Created: created, Data: []gemOAImageOut{}}
+	out := hubImageList{Created: created, Data: []hubImage{}}
 	for i := 0; i < len(r.Predictions); i++ {
 		p := r.Predictions[i]
 		if p.BytesBase64Encoded == nil || *p.BytesBase64Encoded == "" {
 			continue
 		}
-		out.Data = append(out.Data, gemOAImageOut{B64JSON: *p.BytesBase64Encoded})
+		out.Data = append(out.Data, hubImage{B64JSON: *p.BytesBase64Encoded})
 	}
 	if len(out.Data) == 0 {
 		return nil, errBadRequest("content_policy_violation",

@@ -24,22 +24,31 @@ func gemFinishReason(reason string, toolCalls bool) string {
 	return "stop"
 }
 
-func gemUsage(u *gemUsageIn) (usage, gemOAUsageOut) {
+// gemUsage is the gateway's usage and the hub usage for Gemini's
+// usageMetadata.
+func gemUsage(u *gemUsageIn) (usage, *hubUsage) {
 	prompt := u.PromptTokenCount + u.ToolUsePromptTokenCount
 	completion := u.CandidatesTokenCount + u.ThoughtsTokenCount
-	out := gemOAUsageOut{
-		PromptTokens:            prompt,
-		CompletionTokens:        completion,
-		TotalTokens:             prompt + completion,
-		PromptTokensDetails:     gemOAPromptDetails{CachedTokens: u.CachedContentTokenCount},
-		CompletionTokensDetails: gemOACompletionDetails{ReasoningTokens: u.ThoughtsTokenCount},
-	}
-	return usage{
+	gu := usage{
 		promptTokens:     prompt,
 		completionTokens: completion,
 		cacheReadTokens:  u.CachedContentTokenCount,
 		reported:         true,
-	}, out
+	}
+	hu := newHubUsage(gu)
+	hu.CompletionTokensDetails = &hubCompletionTokensDetails{ReasoningTokens: u.ThoughtsTokenCount}
+	return gu, hu
+}
+
+// gemToolCall is the hub tool call for the n-th functionCall part of a
+// response (index is set in a stream fragment, nil in a message).
+func gemToolCall(p *gemPartIn, base string, n int, index *int) hubToolCall {
+	return hubToolCall{
+		Index:    index,
+		ID:       gemCallID(p.FunctionCall, base, n, p.ThoughtSignature),
+		Type:     "function",
+		Function: hubFunction{Name: p.FunctionCall.Name, Arguments: compactArguments(p.FunctionCall.Args)},
+	}
 }
 
 // gemCallIDBase is the per-response part of generated tool call ids.
@@ -107,19 +116,19 @@ func geminiChatResponse(body []byte, tc translateContext) ([]byte, usage, *apiEr
 	if !isJSONNull(r.Error) {
 		return nil, usage{}, gemUpstreamError(r.Error, body)
 	}
-	out := gemOACompletionOut{
+	out := hubChatCompletion{
 		ID:      gemResponseID(r.ResponseID, tc.idFallback),
 		Object:  "chat.completion",
 		Created: tc.created,
 		Model:   tc.requestedModel,
-		Choices: []gemOAChoiceOut{},
+		Choices: []hubChoice{},
 	}
 	base := gemCallIDBase(r.ResponseID, tc.idFallback)
 	callN := 0
 	for i := 0; i < len(r.Candidates); i++ {
 		cand := &r.Candidates[i]
 		var sb strings.Builder
-		var calls []gemOAToolCallOut
+		var calls []hubToolCall
 		if cand.Content != nil {
 			for j := 0; j < len(cand.Content.Parts); j++ {
 				p := &cand.Content.Parts[j]
@@ -127,11 +136,7 @@ func geminiChatResponse(body []byte, tc translateContext) ([]byte, usage, *apiEr
 					continue
 				}
 				if p.FunctionCall != nil {
-					calls = append(calls, gemOAToolCallOut{
-						ID:       gemCallID(p.FunctionCall, base, callN, p.ThoughtSignature),
-						Type:     "function",
-						Function: gemOAFunctionOut{Name: p.FunctionCall.Name, Arguments: compactArguments(p.FunctionCall.Args)},
-					})
+					calls = append(calls, gemToolCall(p, base, callN, nil))
 					callN++
 					continue
 				}
@@ -141,11 +146,11 @@ func geminiChatResponse(body []byte, tc translateContext) ([]byte, usage, *apiEr
 			}
 		}
 		text := sb.String()
-		msg := gemOAMessageOut{Role: "assistant", ToolCalls: calls}
+		msg := hubMessage{Role: "assistant", Refusal: jsonNull, ToolCalls: calls}
 		if text != "" || len(calls) == 0 {
 			msg.Content = &text
 		}
-		out.Choices = append(out.Choices, gemOAChoiceOut{
+		out.Choices = append(out.Choices, hubChoice{
 			Index:        i,
 			Message:      msg,
 			FinishReason: gemFinishReason(cand.FinishReason, len(calls) > 0),
@@ -156,16 +161,14 @@ func geminiChatResponse(body []byte, tc translateContext) ([]byte, usage, *apiEr
 			return nil, usage{}, gemBadUpstream(nil)
 		}
 		empty := ""
-		out.Choices = append(out.Choices, gemOAChoiceOut{
-			Message:      gemOAMessageOut{Role: "assistant", Content: &empty},
+		out.Choices = append(out.Choices, hubChoice{
+			Message:      hubMessage{Role: "assistant", Content: &empty, Refusal: jsonNull},
 			FinishReason: "content_filter",
 		})
 	}
 	var u usage
 	if r.UsageMetadata != nil {
-		ru, uo := gemUsage(r.UsageMetadata)
-		u = ru
-		out.Usage = &uo
+		u, out.Usage = gemUsage(r.UsageMetadata)
 	}
 	return encodeJSON(out), u, nil
 }
@@ -174,16 +177,15 @@ func geminiChatResponse(body []byte, tc translateContext) ([]byte, usage, *apiEr
 // Streaming
 
 type geminiStream struct {
-	tc        translateContext
-	id        string
-	callBase  string
-	started   bool
-	finished  bool
-	sawCall   bool
-	calls     int
-	u         usage
-	usageOut  gemOAUsageOut
-	haveUsage bool
+	tc       translateContext
+	id       string
+	callBase string
+	started  bool
+	finished bool
+	sawCall  bool
+	calls    int
+	u        usage
+	usageOut *hubUsage // nil until a usageMetadata arrives
 }
 
 // newGeminiStream translates :streamGenerateContent?alt=sse events.
@@ -191,18 +193,13 @@ func newGeminiStream(tc translateContext) streamTranslator {
 	return &geminiStream{tc: tc}
 }
 
-func (s *geminiStream) chunk(delta gemOADelta, finish string) streamPayload {
-	c := gemOAChunk{
-		ID:      s.id,
-		Object:  "chat.completion.chunk",
-		Created: s.tc.created,
-		Model:   s.tc.requestedModel,
-		Choices: []gemOAChunkChoice{{Index: 0, Delta: delta}},
+// chunk is the payload of a chunk carrying delta; finish is "" except
+// in the finish chunk.
+func (s *geminiStream) chunk(delta hubDelta, finish string) streamPayload {
+	if finish == "" {
+		return hubDeltaPayload(s.tc, s.id, delta, nil)
 	}
-	if finish != "" {
-		c.Choices[0].FinishReason = &finish
-	}
-	return streamPayload{data: encodeJSON(c)}
+	return hubDeltaPayload(s.tc, s.id, delta, &finish)
 }
 
 // textChunk appends a content delta for non-empty text.
@@ -210,7 +207,7 @@ func (s *geminiStream) textChunk(out []streamPayload, text string) []streamPaylo
 	if text == "" {
 		return out
 	}
-	return append(out, s.chunk(gemOADelta{Content: &text}, ""))
+	return append(out, s.chunk(hubDelta{Content: &text}, ""))
 }
 
 func (s *geminiStream) event(ev sseEvent, out []streamPayload) ([]streamPayload, *apiError) {
@@ -233,20 +230,17 @@ func (s *geminiStream) event(ev sseEvent, out []streamPayload) ([]streamPayload,
 		s.id = gemResponseID(r.ResponseID, s.tc.idFallback)
 		s.callBase = gemCallIDBase(r.ResponseID, s.tc.idFallback)
 		empty := ""
-		out = append(out, s.chunk(gemOADelta{Role: "assistant", Content: &empty}, ""))
+		out = append(out, s.chunk(hubDelta{Role: "assistant", Content: &empty}, ""))
 	}
 	if r.UsageMetadata != nil {
-		ru, uo := gemUsage(r.UsageMetadata)
-		s.u = ru
-		s.usageOut = uo
-		s.haveUsage = true
+		s.u, s.usageOut = gemUsage(r.UsageMetadata)
 	}
 	if s.finished {
 		return out, nil
 	}
 	if len(r.Candidates) == 0 && r.PromptFeedback != nil && r.PromptFeedback.BlockReason != "" {
 		s.finished = true
-		return append(out, s.chunk(gemOADelta{}, "content_filter")), nil
+		return append(out, s.chunk(hubDelta{}, "content_filter")), nil
 	}
 	for i := 0; i < len(r.Candidates); i++ {
 		cand := &r.Candidates[i]
@@ -263,15 +257,11 @@ func (s *geminiStream) event(ev sseEvent, out []streamPayload) ([]streamPayload,
 				if p.FunctionCall != nil {
 					out = s.textChunk(out, text)
 					text = ""
-					d := gemOAToolCallDelta{
-						Index:    s.calls,
-						ID:       gemCallID(p.FunctionCall, s.callBase, s.calls, p.ThoughtSignature),
-						Type:     "function",
-						Function: gemOAFunctionOut{Name: p.FunctionCall.Name, Arguments: compactArguments(p.FunctionCall.Args)},
-					}
+					index := s.calls
+					d := gemToolCall(p, s.callBase, s.calls, &index)
 					s.calls++
 					s.sawCall = true
-					out = append(out, s.chunk(gemOADelta{ToolCalls: []gemOAToolCallDelta{d}}, ""))
+					out = append(out, s.chunk(hubDelta{ToolCalls: []hubToolCall{d}}, ""))
 					continue
 				}
 				if p.Text != nil {
@@ -282,7 +272,7 @@ func (s *geminiStream) event(ev sseEvent, out []streamPayload) ([]streamPayload,
 		out = s.textChunk(out, text)
 		if cand.FinishReason != "" {
 			s.finished = true
-			out = append(out, s.chunk(gemOADelta{}, gemFinishReason(cand.FinishReason, s.sawCall)))
+			out = append(out, s.chunk(hubDelta{}, gemFinishReason(cand.FinishReason, s.sawCall)))
 		}
 		break
 	}
@@ -295,16 +285,11 @@ func (s *geminiStream) finish(out []streamPayload) ([]streamPayload, *apiError) 
 			"the gemini stream ended before a finish reason")
 	}
 	if s.tc.includeUsage {
-		uo := s.usageOut
-		c := gemOAChunk{
-			ID:      s.id,
-			Object:  "chat.completion.chunk",
-			Created: s.tc.created,
-			Model:   s.tc.requestedModel,
-			Choices: []gemOAChunkChoice{},
-			Usage:   &uo,
+		hu := s.usageOut
+		if hu == nil {
+			_, hu = gemUsage(&gemUsageIn{})
 		}
-		out = append(out, streamPayload{data: encodeJSON(c)})
+		out = append(out, hubUsagePayload(s.tc, s.id, hu))
 	}
 	return out, nil
 }

@@ -29,6 +29,10 @@ func encodeJSON(v interface{}) []byte {
 	return out[:len(out)-1]
 }
 
+// jsonNull is the literal null, for a json.RawMessage field that must
+// be present.
+var jsonNull = json.RawMessage("null")
+
 // quoteJSON returns s as a JSON string, HTML characters unescaped.
 func quoteJSON(s string) json.RawMessage {
 	return json.RawMessage(encodeJSON(s))
