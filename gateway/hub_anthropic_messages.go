@@ -354,7 +354,7 @@ func (b *anthropicRequestBuilder) imageSource(raw json.RawMessage, path string) 
 	if strings.HasPrefix(lower, "https://") || strings.HasPrefix(lower, "http://") {
 		return &anthropicWireSource{Type: "url", URL: url}, nil
 	}
-	if mediaType, data, ok := anthropicDataURL(url); ok {
+	if mediaType, data, ok := parseDataURL(url); ok {
 		return &anthropicWireSource{Type: "base64", MediaType: mediaType, Data: data}, nil
 	}
 	return nil, errInvalidField(path+".url", "an http(s) URL or a data:<media type>;base64,<data> URL")
@@ -377,31 +377,11 @@ func (b *anthropicRequestBuilder) fileSource(raw json.RawMessage, path string) (
 	if e != nil {
 		return nil, e
 	}
-	if mediaType, payload, ok := anthropicDataURL(data); ok {
+	if mediaType, payload, ok := parseDataURL(data); ok {
 		return &anthropicWireSource{Type: "base64", MediaType: mediaType, Data: payload}, nil
 	}
-	if strings.HasPrefix(data, "data:") || data == "" {
+	if hasDataScheme(data) || data == "" {
 		return nil, errInvalidField(path+".file_data", "a data URL or base64 string")
 	}
 	return &anthropicWireSource{Type: "base64", MediaType: "application/pdf", Data: data}, nil
-}
-
-// anthropicDataURL splits "data:<media type>;base64,<data>".
-func anthropicDataURL(url string) (mediaType, data string, ok bool) {
-	if len(url) < 5 || !strings.EqualFold(url[:5], "data:") {
-		return "", "", false
-	}
-	comma := strings.IndexByte(url, ',')
-	if comma < 0 {
-		return "", "", false
-	}
-	meta := url[5:comma]
-	if !strings.HasSuffix(strings.ToLower(meta), ";base64") {
-		return "", "", false
-	}
-	mediaType = meta[:strings.IndexByte(meta, ';')]
-	if mediaType == "" || comma+1 >= len(url) {
-		return "", "", false
-	}
-	return mediaType, url[comma+1:], true
 }

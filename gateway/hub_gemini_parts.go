@@ -83,30 +83,6 @@ func gemContentParts(raw json.RawMessage, where string, kind string) ([]gemPartO
 	return parts, nil
 }
 
-// gemDataURL splits "data:<mime>;base64,<data>".
-func gemDataURL(url string) (mime, data string, ok bool) {
-	if !strings.HasPrefix(url, "data:") {
-		return "", "", false
-	}
-	comma := strings.IndexByte(url, ',')
-	if comma < 0 {
-		return "", "", false
-	}
-	meta := url[len("data:"):comma]
-	if !strings.HasSuffix(meta, ";base64") {
-		return "", "", false
-	}
-	mime = strings.TrimSuffix(meta, ";base64")
-	if i := strings.IndexByte(mime, ';'); i >= 0 {
-		mime = mime[:i]
-	}
-	data = url[comma+1:]
-	if mime == "" || data == "" {
-		return "", "", false
-	}
-	return mime, data, true
-}
-
 // gemMimeFromPath guesses a MIME type from a URL path or file name.
 func gemMimeFromPath(p string) string {
 	if i := strings.IndexAny(p, "?#"); i >= 0 {
@@ -150,8 +126,8 @@ func gemImagePart(raw json.RawMessage, where string) (gemPartOut, *apiError) {
 	if e != nil {
 		return gemPartOut{}, e
 	}
-	if strings.HasPrefix(url, "data:") {
-		mime, data, ok := gemDataURL(url)
+	if hasDataScheme(url) {
+		mime, data, ok := parseDataURL(url)
 		if !ok {
 			return gemPartOut{}, errInvalidRequest(`"` + where + `.image_url.url" must be a base64 data URL ("data:<mime>;base64,<data>") or an http(s) URL`)
 		}
@@ -208,8 +184,8 @@ func gemFilePart(raw json.RawMessage, where string) (gemPartOut, *apiError) {
 	if e != nil {
 		return gemPartOut{}, e
 	}
-	if strings.HasPrefix(data, "data:") {
-		mime, b64, ok := gemDataURL(data)
+	if hasDataScheme(data) {
+		mime, b64, ok := parseDataURL(data)
 		if !ok {
 			return gemPartOut{}, errInvalidRequest(`"` + where + `.file.file_data" is not a base64 data URL`)
 		}
