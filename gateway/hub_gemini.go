@@ -93,28 +93,22 @@ import (
 // ---------------------------------------------------------------------
 // Errors
 
-func gemUnsupported(msg string) *apiError {
+func geminiUnsupported(msg string) *apiError {
 	return errBadRequest("unsupported_parameter", msg)
 }
 
-func gemBadUpstream(cause error) *apiError {
+func geminiBadResponse(cause error) *apiError {
 	e := newError(http.StatusBadGateway, "server_error", "upstream_bad_response",
 		"the gemini upstream returned a response the gateway could not parse")
 	e.cause = cause
 	return e
 }
 
-type gemErrorIn struct {
-	Code    int64  `json:"code"`
-	Message string `json:"message"`
-	Status  string `json:"status"`
-}
-
-// gemUpstreamError turns a Gemini {"error":{...}} body into a 502 that
+// geminiUpstreamError turns a Gemini {"error":{...}} body into a 502 that
 // carries Gemini's status and message, with the body under
 // error.upstream.
-func gemUpstreamError(raw json.RawMessage, whole []byte) *apiError {
-	var ge gemErrorIn
+func geminiUpstreamError(raw json.RawMessage, whole []byte) *apiError {
+	var ge geminiWireError
 	_ = json.Unmarshal(raw, &ge)
 	msg := "the gemini upstream reported an error"
 	if ge.Status != "" {

@@ -216,7 +216,7 @@ func checkGeminiChunks(t *testing.T, out []byte, includeUsage bool) {
 			}
 			continue
 		}
-		var c gemTestChunk
+		var c geminiTestChunk
 		if err := json.Unmarshal([]byte(payload), &c); err != nil {
 			t.Fatalf("chunk %d: %v", i, err)
 		}

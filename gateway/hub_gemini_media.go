@@ -13,24 +13,6 @@ import (
 
 // Embeddings (embedContent / batchEmbedContents) and Imagen (predict).
 
-type gemTextPart struct {
-	Text string `json:"text"`
-}
-
-type gemEmbedContent struct {
-	Parts []gemTextPart `json:"parts"`
-}
-
-type gemEmbedReq struct {
-	Model                string          `json:"model"`
-	Content              gemEmbedContent `json:"content"`
-	OutputDimensionality int64           `json:"outputDimensionality,omitempty"`
-}
-
-type gemBatchEmbedReq struct {
-	Requests []gemEmbedReq `json:"requests"`
-}
-
 // geminiEmbedRequest translates an OpenAI embeddings request into an
 // :embedContent body (a string input) or a :batchEmbedContents body (an
 // array input, batch=true). Token-array inputs are a 400; dimensions
@@ -38,10 +20,10 @@ type gemBatchEmbedReq struct {
 // are accepted: Gemini returns floats, and for "base64" the pipeline
 // re-encodes the translated response with geminiEmbedBase64.
 func geminiEmbedRequest(body []byte, upstreamModel string) (out []byte, batch bool, e *apiError) {
-	return gemEmbedRequest(body, upstreamModel)
+	return geminiBuildEmbedRequest(body, upstreamModel)
 }
 
-func gemEmbedRequest(body []byte, upstreamModel string) ([]byte, bool, *apiError) {
+func geminiBuildEmbedRequest(body []byte, upstreamModel string) ([]byte, bool, *apiError) {
 	top, e := decodeRequestObject(body)
 	if e != nil {
 		return nil, false, e
@@ -70,8 +52,8 @@ func gemEmbedRequest(body []byte, upstreamModel string) ([]byte, bool, *apiError
 			return nil, false, errBadRequest("unsupported_value", `"encoding_format" must be "float" or "base64"`)
 		}
 	}
-	one := func(text string) gemEmbedReq {
-		return gemEmbedReq{Model: model, Content: gemEmbedContent{Parts: []gemTextPart{{Text: text}}}, OutputDimensionality: dims}
+	one := func(text string) geminiWireEmbedRequest {
+		return geminiWireEmbedRequest{Model: model, Content: geminiWireContent{Parts: []geminiWirePart{{Text: text}}}, OutputDimensionality: dims}
 	}
 	raw := top["input"]
 	if isJSONNull(raw) {
@@ -94,11 +76,11 @@ func gemEmbedRequest(body []byte, upstreamModel string) ([]byte, bool, *apiError
 	if len(arr) == 0 {
 		return nil, false, errInvalidRequest(`"input" must not be empty`)
 	}
-	reqs := make([]gemEmbedReq, 0, len(arr))
+	reqs := make([]geminiWireEmbedRequest, 0, len(arr))
 	for i := 0; i < len(arr); i++ {
 		where := "input[" + strconv.Itoa(i) + "]"
 		if len(arr[i]) == 0 || arr[i][0] != '"' {
-			return nil, false, gemUnsupported(`"input" as token arrays is not supported for Gemini models (` + where + ` is not a string)`)
+			return nil, false, geminiUnsupported(`"input" as token arrays is not supported for Gemini models (` + where + ` is not a string)`)
 		}
 		s, e := readString(arr[i], where)
 		if e != nil {
@@ -109,17 +91,7 @@ func gemEmbedRequest(body []byte, upstreamModel string) ([]byte, bool, *apiError
 		}
 		reqs = append(reqs, one(s))
 	}
-	return encodeJSON(gemBatchEmbedReq{Requests: reqs}), true, nil
-}
-
-type gemEmbedValues struct {
-	Values []json.Number `json:"values"`
-}
-
-type gemEmbedRespIn struct {
-	Embedding  *gemEmbedValues  `json:"embedding"`
-	Embeddings []gemEmbedValues `json:"embeddings"`
-	Error      json.RawMessage  `json:"error"`
+	return encodeJSON(geminiWireBatchEmbedRequest{Requests: reqs}), true, nil
 }
 
 // geminiEmbedResponse translates an :embedContent (batch=false) or
@@ -127,41 +99,41 @@ type gemEmbedRespIn struct {
 // exact text the upstream sent. Gemini reports no token counts, so the
 // body's usage is zero and the returned usage is reported=false.
 func geminiEmbedResponse(body []byte, tc translateContext, batch bool) ([]byte, usage, *apiError) {
-	var r gemEmbedRespIn
+	var r geminiWireEmbedResponse
 	if err := json.Unmarshal(body, &r); err != nil {
-		return nil, usage{}, gemBadUpstream(err)
+		return nil, usage{}, geminiBadResponse(err)
 	}
 	if !isJSONNull(r.Error) {
-		return nil, usage{}, gemUpstreamError(r.Error, body)
+		return nil, usage{}, geminiUpstreamError(r.Error, body)
 	}
-	var list []gemEmbedValues
+	var list []geminiWireEmbedding
 	if batch {
 		if len(r.Embeddings) == 0 {
-			return nil, usage{}, gemBadUpstream(nil)
+			return nil, usage{}, geminiBadResponse(nil)
 		}
 		list = r.Embeddings
 	} else {
 		if r.Embedding == nil {
-			return nil, usage{}, gemBadUpstream(nil)
+			return nil, usage{}, geminiBadResponse(nil)
 		}
-		list = []gemEmbedValues{*r.Embedding}
+		list = []geminiWireEmbedding{*r.Embedding}
 	}
 	out := hubEmbeddingList{Object: "list", Model: tc.requestedModel, Data: make([]hubEmbedding, 0, len(list))}
 	for i := 0; i < len(list); i++ {
 		vals := list[i].Values
 		if vals == nil {
-			return nil, usage{}, gemBadUpstream(nil)
+			return nil, usage{}, geminiBadResponse(nil)
 		}
 		for j := 0; j < len(vals); j++ {
 			if vals[j] == "" {
-				return nil, usage{}, gemBadUpstream(nil)
+				return nil, usage{}, geminiBadResponse(nil)
 			}
 		}
 		out.Data = append(out.Data, hubEmbedding{Object: "embedding", Index: i, Embedding: encodeJSON(vals)})
 	}
 	data := encodeJSON(out)
 	if data == nil {
-		return nil, usage{}, gemBadUpstream(nil)
+		return nil, usage{}, geminiBadResponse(nil)
 	}
 	return data, usage{}, nil
 }
@@ -184,18 +156,18 @@ func geminiEmbedWantsBase64(body []byte) bool {
 func geminiEmbedBase64(body []byte) ([]byte, *apiError) {
 	var in hubEmbeddingList
 	if err := json.Unmarshal(body, &in); err != nil {
-		return nil, gemBadUpstream(err)
+		return nil, geminiBadResponse(err)
 	}
 	for i := 0; i < len(in.Data); i++ {
 		var nums []json.Number
 		if err := json.Unmarshal(in.Data[i].Embedding, &nums); err != nil {
-			return nil, gemBadUpstream(err)
+			return nil, geminiBadResponse(err)
 		}
 		buf := make([]byte, 4*len(nums))
 		for j := 0; j < len(nums); j++ {
 			f, err := strconv.ParseFloat(string(nums[j]), 32)
 			if err != nil && !errors.Is(err, strconv.ErrRange) {
-				return nil, gemBadUpstream(err)
+				return nil, geminiBadResponse(err)
 			}
 			binary.LittleEndian.PutUint32(buf[4*j:], math.Float32bits(float32(f)))
 		}
@@ -207,20 +179,6 @@ func geminiEmbedBase64(body []byte) ([]byte, *apiError) {
 // ---------------------------------------------------------------------
 // Images (Imagen :predict)
 
-type gemImageInstance struct {
-	Prompt string `json:"prompt"`
-}
-
-type gemImageParams struct {
-	SampleCount int64  `json:"sampleCount"`
-	AspectRatio string `json:"aspectRatio"`
-}
-
-type gemImageReq struct {
-	Instances  []gemImageInstance `json:"instances"`
-	Parameters gemImageParams     `json:"parameters"`
-}
-
 // geminiImageRequest translates an OpenAI images/generations request
 // into an Imagen :predict body: n → sampleCount (default 1), size →
 // aspectRatio (1024x1024/512x512 → 1:1, 1792x1024 → 16:9, 1024x1792 →
@@ -228,10 +186,10 @@ type gemImageReq struct {
 // truthy quality or style, and a missing prompt are 400s; other fields
 // are ignored.
 func geminiImageRequest(body []byte) (out []byte, e *apiError) {
-	return gemImageRequest(body)
+	return geminiBuildImageRequest(body)
 }
 
-func gemImageRequest(body []byte) ([]byte, *apiError) {
+func geminiBuildImageRequest(body []byte) ([]byte, *apiError) {
 	top, e := decodeRequestObject(body)
 	if e != nil {
 		return nil, e
@@ -248,10 +206,10 @@ func gemImageRequest(body []byte) ([]byte, *apiError) {
 		return nil, errInvalidRequest(`"prompt" must not be empty`)
 	}
 	if isJSONTruthy(top["quality"]) {
-		return nil, gemUnsupported(`"quality" is not supported for Gemini (Imagen) models`)
+		return nil, geminiUnsupported(`"quality" is not supported for Gemini (Imagen) models`)
 	}
 	if isJSONTruthy(top["style"]) {
-		return nil, gemUnsupported(`"style" is not supported for Gemini (Imagen) models`)
+		return nil, geminiUnsupported(`"style" is not supported for Gemini (Imagen) models`)
 	}
 	if raw := top["response_format"]; !isJSONNull(raw) {
 		f, e := readString(raw, "response_format")
@@ -261,7 +219,7 @@ func gemImageRequest(body []byte) ([]byte, *apiError) {
 		switch f {
 		case "b64_json":
 		case "url":
-			return nil, gemUnsupported(`"response_format": "url" is not supported for Gemini (Imagen) models; use "b64_json"`)
+			return nil, geminiUnsupported(`"response_format": "url" is not supported for Gemini (Imagen) models; use "b64_json"`)
 		default:
 			return nil, errBadRequest("unsupported_value", `"response_format" must be "b64_json" or "url"`)
 		}
@@ -293,21 +251,11 @@ func gemImageRequest(body []byte) ([]byte, *apiError) {
 			return nil, errBadRequest("unsupported_value", `"size" "`+size+`" is not supported for Gemini (Imagen) models (use 1024x1024, 512x512, 1792x1024 or 1024x1792)`)
 		}
 	}
-	req := gemImageReq{
-		Instances:  []gemImageInstance{{Prompt: prompt}},
-		Parameters: gemImageParams{SampleCount: n, AspectRatio: ratio},
+	req := geminiWireImageRequest{
+		Instances:  []geminiWireImageInstance{{Prompt: prompt}},
+		Parameters: geminiWireImageParameters{SampleCount: n, AspectRatio: ratio},
 	}
 	return encodeJSON(req), nil
-}
-
-type gemPredictionIn struct {
-	BytesBase64Encoded *string `json:"bytesBase64Encoded"`
-	RaiFilteredReason  string  `json:"raiFilteredReason"`
-}
-
-type gemPredictRespIn struct {
-	Predictions []gemPredictionIn `json:"predictions"`
-	Error       json.RawMessage   `json:"error"`
 }
 
 // geminiImageResponse translates an Imagen :predict response into
@@ -317,14 +265,14 @@ type gemPredictRespIn struct {
 func geminiImageResponse(body []byte, created int64) ([]byte, *apiError) {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return nil, gemBadUpstream(nil)
+		return nil, geminiBadResponse(nil)
 	}
-	var r gemPredictRespIn
+	var r geminiWirePredictResponse
 	if err := json.Unmarshal(trimmed, &r); err != nil {
-		return nil, gemBadUpstream(err)
+		return nil, geminiBadResponse(err)
 	}
 	if !isJSONNull(r.Error) {
-		return nil, gemUpstreamError(r.Error, body)
+		return nil, geminiUpstreamError(r.Error, body)
 	}
 	out := hubImageList{Created: created, Data: []hubImage{}}
 	for i := 0; i < len(r.Predictions); i++ {

@@ -8,10 +8,10 @@ import (
 
 // Message content: parts, tool calls and tool outputs.
 
-// gemContentParts converts a message's content. User messages may carry
+// geminiContentParts converts a message's content. User messages may carry
 // image, audio and file parts, assistant messages refusal parts, system
 // messages text only.
-func gemContentParts(raw json.RawMessage, where string, kind string) ([]gemPartOut, *apiError) {
+func geminiContentParts(raw json.RawMessage, where string, kind string) ([]geminiWirePart, *apiError) {
 	media := kind == "user"
 	if isJSONNull(raw) {
 		return nil, nil
@@ -24,13 +24,13 @@ func gemContentParts(raw json.RawMessage, where string, kind string) ([]gemPartO
 		if s == "" {
 			return nil, nil
 		}
-		return []gemPartOut{{Text: s}}, nil
+		return []geminiWirePart{{Text: s}}, nil
 	}
 	arr, ok := parseJSONArray(raw)
 	if !ok {
 		return nil, errInvalidRequest(`"` + where + `.content" must be a string or an array of content parts`)
 	}
-	var parts []gemPartOut
+	var parts []geminiWirePart
 	for j := 0; j < len(arr); j++ {
 		pw := where + ".content[" + strconv.Itoa(j) + "]"
 		p, ok := parseJSONObject(arr[j])
@@ -48,7 +48,7 @@ func gemContentParts(raw json.RawMessage, where string, kind string) ([]gemPartO
 				return nil, e
 			}
 			if s != "" {
-				parts = append(parts, gemPartOut{Text: s})
+				parts = append(parts, geminiWirePart{Text: s})
 			}
 		case typ == "refusal" && kind == "assistant":
 			s, e := readString(p["refusal"], pw+".refusal")
@@ -56,35 +56,35 @@ func gemContentParts(raw json.RawMessage, where string, kind string) ([]gemPartO
 				return nil, e
 			}
 			if s != "" {
-				parts = append(parts, gemPartOut{Text: s})
+				parts = append(parts, geminiWirePart{Text: s})
 			}
 		case typ == "image_url" && media:
-			part, e := gemImagePart(p["image_url"], pw)
+			part, e := geminiImagePart(p["image_url"], pw)
 			if e != nil {
 				return nil, e
 			}
 			parts = append(parts, part)
 		case typ == "input_audio" && media:
-			part, e := gemAudioPart(p["input_audio"], pw)
+			part, e := geminiAudioPart(p["input_audio"], pw)
 			if e != nil {
 				return nil, e
 			}
 			parts = append(parts, part)
 		case typ == "file" && media:
-			part, e := gemFilePart(p["file"], pw)
+			part, e := geminiFilePart(p["file"], pw)
 			if e != nil {
 				return nil, e
 			}
 			parts = append(parts, part)
 		default:
-			return nil, gemUnsupported(`"` + pw + `.type" "` + typ + `" is not supported in this message for Gemini models`)
+			return nil, geminiUnsupported(`"` + pw + `.type" "` + typ + `" is not supported in this message for Gemini models`)
 		}
 	}
 	return parts, nil
 }
 
-// gemMimeFromPath guesses a MIME type from a URL path or file name.
-func gemMimeFromPath(p string) string {
+// geminiMimeTypeFromPath guesses a MIME type from a URL path or file name.
+func geminiMimeTypeFromPath(p string) string {
 	if i := strings.IndexAny(p, "?#"); i >= 0 {
 		p = p[:i]
 	}
@@ -117,45 +117,45 @@ func gemMimeFromPath(p string) string {
 	return ""
 }
 
-func gemImagePart(raw json.RawMessage, where string) (gemPartOut, *apiError) {
+func geminiImagePart(raw json.RawMessage, where string) (geminiWirePart, *apiError) {
 	obj, ok := parseJSONObject(raw)
 	if !ok {
-		return gemPartOut{}, errInvalidRequest(`"` + where + `.image_url" must be an object`)
+		return geminiWirePart{}, errInvalidRequest(`"` + where + `.image_url" must be an object`)
 	}
 	url, e := readString(obj["url"], where+".image_url.url")
 	if e != nil {
-		return gemPartOut{}, e
+		return geminiWirePart{}, e
 	}
 	if hasDataScheme(url) {
 		mime, data, ok := parseDataURL(url)
 		if !ok {
-			return gemPartOut{}, errInvalidRequest(`"` + where + `.image_url.url" must be a base64 data URL ("data:<mime>;base64,<data>") or an http(s) URL`)
+			return geminiWirePart{}, errInvalidRequest(`"` + where + `.image_url.url" must be a base64 data URL ("data:<mime>;base64,<data>") or an http(s) URL`)
 		}
-		return gemPartOut{InlineData: &gemBlob{MimeType: mime, Data: data}}, nil
+		return geminiWirePart{InlineData: &geminiWireBlob{MimeType: mime, Data: data}}, nil
 	}
 	lower := strings.ToLower(url)
 	if strings.HasPrefix(lower, "https://") || strings.HasPrefix(lower, "http://") {
-		mime := gemMimeFromPath(url)
+		mime := geminiMimeTypeFromPath(url)
 		if mime == "" {
 			mime = "image/jpeg"
 		}
-		return gemPartOut{FileData: &gemFileData{MimeType: mime, FileURI: url}}, nil
+		return geminiWirePart{FileData: &geminiWireFileData{MimeType: mime, FileURI: url}}, nil
 	}
-	return gemPartOut{}, errInvalidRequest(`"` + where + `.image_url.url" must be a base64 data URL or an http(s) URL`)
+	return geminiWirePart{}, errInvalidRequest(`"` + where + `.image_url.url" must be a base64 data URL or an http(s) URL`)
 }
 
-func gemAudioPart(raw json.RawMessage, where string) (gemPartOut, *apiError) {
+func geminiAudioPart(raw json.RawMessage, where string) (geminiWirePart, *apiError) {
 	obj, ok := parseJSONObject(raw)
 	if !ok {
-		return gemPartOut{}, errInvalidRequest(`"` + where + `.input_audio" must be an object`)
+		return geminiWirePart{}, errInvalidRequest(`"` + where + `.input_audio" must be an object`)
 	}
 	data, e := readString(obj["data"], where+".input_audio.data")
 	if e != nil {
-		return gemPartOut{}, e
+		return geminiWirePart{}, e
 	}
 	format, e := readString(obj["format"], where+".input_audio.format")
 	if e != nil {
-		return gemPartOut{}, e
+		return geminiWirePart{}, e
 	}
 	mime := ""
 	switch format {
@@ -164,50 +164,50 @@ func gemAudioPart(raw json.RawMessage, where string) (gemPartOut, *apiError) {
 	case "mp3":
 		mime = "audio/mp3"
 	default:
-		return gemPartOut{}, gemUnsupported(`"` + where + `.input_audio.format" "` + format + `" is not supported (use "wav" or "mp3")`)
+		return geminiWirePart{}, geminiUnsupported(`"` + where + `.input_audio.format" "` + format + `" is not supported (use "wav" or "mp3")`)
 	}
 	if data == "" {
-		return gemPartOut{}, errInvalidRequest(`"` + where + `.input_audio.data" must not be empty`)
+		return geminiWirePart{}, errInvalidRequest(`"` + where + `.input_audio.data" must not be empty`)
 	}
-	return gemPartOut{InlineData: &gemBlob{MimeType: mime, Data: data}}, nil
+	return geminiWirePart{InlineData: &geminiWireBlob{MimeType: mime, Data: data}}, nil
 }
 
-func gemFilePart(raw json.RawMessage, where string) (gemPartOut, *apiError) {
+func geminiFilePart(raw json.RawMessage, where string) (geminiWirePart, *apiError) {
 	obj, ok := parseJSONObject(raw)
 	if !ok {
-		return gemPartOut{}, errInvalidRequest(`"` + where + `.file" must be an object`)
+		return geminiWirePart{}, errInvalidRequest(`"` + where + `.file" must be an object`)
 	}
 	if !isJSONNull(obj["file_id"]) {
-		return gemPartOut{}, gemUnsupported(`"` + where + `.file.file_id" is not supported for Gemini models; send "file_data"`)
+		return geminiWirePart{}, geminiUnsupported(`"` + where + `.file.file_id" is not supported for Gemini models; send "file_data"`)
 	}
 	data, e := readString(obj["file_data"], where+".file.file_data")
 	if e != nil {
-		return gemPartOut{}, e
+		return geminiWirePart{}, e
 	}
 	if hasDataScheme(data) {
 		mime, b64, ok := parseDataURL(data)
 		if !ok {
-			return gemPartOut{}, errInvalidRequest(`"` + where + `.file.file_data" is not a base64 data URL`)
+			return geminiWirePart{}, errInvalidRequest(`"` + where + `.file.file_data" is not a base64 data URL`)
 		}
-		return gemPartOut{InlineData: &gemBlob{MimeType: mime, Data: b64}}, nil
+		return geminiWirePart{InlineData: &geminiWireBlob{MimeType: mime, Data: b64}}, nil
 	}
 	name := ""
 	if raw := obj["filename"]; !isJSONNull(raw) {
 		fn, fe := readString(raw, where+".file.filename")
 		if fe != nil {
-			return gemPartOut{}, fe
+			return geminiWirePart{}, fe
 		}
 		name = fn
 	}
-	mime := gemMimeFromPath(name)
+	mime := geminiMimeTypeFromPath(name)
 	if mime == "" || data == "" {
-		return gemPartOut{}, errInvalidRequest(`"` + where + `.file.file_data" must be a base64 data URL, or base64 with a "filename" of a known type`)
+		return geminiWirePart{}, errInvalidRequest(`"` + where + `.file.file_data" must be a base64 data URL, or base64 with a "filename" of a known type`)
 	}
-	return gemPartOut{InlineData: &gemBlob{MimeType: mime, Data: data}}, nil
+	return geminiWirePart{InlineData: &geminiWireBlob{MimeType: mime, Data: data}}, nil
 }
 
-// gemAssistantCalls converts tool_calls and records id → name.
-func gemAssistantCalls(raw json.RawMessage, where string, names map[string]string) ([]gemPartOut, *apiError) {
+// geminiFunctionCallParts converts tool_calls and records id → name.
+func geminiFunctionCallParts(raw json.RawMessage, where string, names map[string]string) ([]geminiWirePart, *apiError) {
 	if isJSONNull(raw) {
 		return nil, nil
 	}
@@ -215,7 +215,7 @@ func gemAssistantCalls(raw json.RawMessage, where string, names map[string]strin
 	if !ok {
 		return nil, errInvalidRequest(`"` + where + `.tool_calls" must be an array`)
 	}
-	var parts []gemPartOut
+	var parts []geminiWirePart
 	for j := 0; j < len(arr); j++ {
 		cw := where + ".tool_calls[" + strconv.Itoa(j) + "]"
 		call, ok := parseJSONObject(arr[j])
@@ -228,7 +228,7 @@ func gemAssistantCalls(raw json.RawMessage, where string, names map[string]strin
 				return nil, e
 			}
 			if typ != "function" {
-				return nil, gemUnsupported(`"` + cw + `.type" "` + typ + `" is not supported for Gemini models`)
+				return nil, geminiUnsupported(`"` + cw + `.type" "` + typ + `" is not supported for Gemini models`)
 			}
 		}
 		fn, ok := parseJSONObject(call["function"])
@@ -263,16 +263,16 @@ func gemAssistantCalls(raw json.RawMessage, where string, names map[string]strin
 				return nil, e
 			}
 			names[id] = name
-			signature = gemSignatureFromID(id)
+			signature = geminiSignatureFromID(id)
 		}
-		parts = append(parts, gemPartOut{FunctionCall: &gemFuncCallOut{Name: name, Args: args}, ThoughtSignature: signature})
+		parts = append(parts, geminiWirePart{FunctionCall: &geminiWireFunctionCall{Name: name, Args: args}, ThoughtSignature: signature})
 	}
 	return parts, nil
 }
 
-// gemToolOutput turns a tool message's content into functionResponse
+// geminiToolOutput turns a tool message's content into functionResponse
 // output: a JSON object as is, anything else as a string.
-func gemToolOutput(raw json.RawMessage, where string) (json.RawMessage, *apiError) {
+func geminiToolOutput(raw json.RawMessage, where string) (json.RawMessage, *apiError) {
 	text := ""
 	switch {
 	case isJSONNull(raw):
@@ -299,7 +299,7 @@ func gemToolOutput(raw json.RawMessage, where string) (json.RawMessage, *apiErro
 				return nil, e
 			}
 			if typ != "text" {
-				return nil, gemUnsupported(`"` + pw + `.type" "` + typ + `" is not supported in a tool message for Gemini models`)
+				return nil, geminiUnsupported(`"` + pw + `.type" "` + typ + `" is not supported in a tool message for Gemini models`)
 			}
 			s, e := readString(p["text"], pw+".text")
 			if e != nil {

@@ -14,10 +14,10 @@ import (
 // assigned in a function body can keep its value into the next call, so
 // the bodies have unnamed results.
 func geminiChatRequest(body []byte) (out []byte, stream bool, e *apiError) {
-	return gemChatRequest(body)
+	return geminiBuildChatRequest(body)
 }
 
-func gemChatRequest(body []byte) ([]byte, bool, *apiError) {
+func geminiBuildChatRequest(body []byte) ([]byte, bool, *apiError) {
 	top, te := decodeRequestObject(body)
 	if te != nil {
 		return nil, false, te
@@ -30,17 +30,17 @@ func gemChatRequest(body []byte) ([]byte, bool, *apiError) {
 		}
 		isStream = b
 	}
-	if ue := gemRejectUnsupported(top); ue != nil {
+	if ue := geminiRejectUnsupported(top); ue != nil {
 		return nil, false, ue
 	}
 
-	req := gemChatReqOut{}
-	gen := &gemGenConfig{}
-	if ge := gemGenerationConfig(top, gen, isStream); ge != nil {
+	req := geminiWireRequest{}
+	gen := &geminiWireGenerationConfig{}
+	if ge := geminiGenerationConfig(top, gen, isStream); ge != nil {
 		return nil, false, ge
 	}
 
-	decls, de := gemTools(top["tools"])
+	decls, de := geminiFunctionDeclarations(top["tools"])
 	if de != nil {
 		return nil, false, de
 	}
@@ -50,19 +50,19 @@ func gemChatRequest(body []byte) ([]byte, bool, *apiError) {
 			return nil, false, pe
 		}
 		if !ptc && len(decls) > 0 {
-			return nil, false, gemUnsupported(`"parallel_tool_calls": false is not supported by Gemini, which may call several functions in one turn`)
+			return nil, false, geminiUnsupported(`"parallel_tool_calls": false is not supported by Gemini, which may call several functions in one turn`)
 		}
 	}
-	cfg, kept, ce := gemToolChoice(top["tool_choice"], decls)
+	cfg, kept, ce := geminiToolChoice(top["tool_choice"], decls)
 	if ce != nil {
 		return nil, false, ce
 	}
 	if len(kept) > 0 {
-		req.Tools = []gemToolOut{{FunctionDeclarations: kept}}
+		req.Tools = []geminiWireTool{{FunctionDeclarations: kept}}
 	}
 	req.ToolConfig = cfg
 
-	sys, contents, me := gemMessages(top["messages"])
+	sys, contents, me := geminiMessages(top["messages"])
 	if me != nil {
 		return nil, false, me
 	}
@@ -74,10 +74,10 @@ func gemChatRequest(body []byte) ([]byte, bool, *apiError) {
 	return encodeJSON(req), isStream, nil
 }
 
-// gemRejectUnsupported refuses the OpenAI fields Gemini cannot express.
-func gemRejectUnsupported(top map[string]json.RawMessage) *apiError {
+// geminiRejectUnsupported refuses the OpenAI fields Gemini cannot express.
+func geminiRejectUnsupported(top map[string]json.RawMessage) *apiError {
 	if raw := top["logit_bias"]; isJSONTruthy(raw) {
-		return gemUnsupported(`"logit_bias" is not supported by Gemini`)
+		return geminiUnsupported(`"logit_bias" is not supported by Gemini`)
 	}
 	if raw := top["logprobs"]; !isJSONNull(raw) {
 		lp, e := readBool(raw, "logprobs")
@@ -85,14 +85,14 @@ func gemRejectUnsupported(top map[string]json.RawMessage) *apiError {
 			return e
 		}
 		if lp {
-			return gemUnsupported(`"logprobs" is not supported for Gemini models by this gateway`)
+			return geminiUnsupported(`"logprobs" is not supported for Gemini models by this gateway`)
 		}
 	}
 	if raw := top["top_logprobs"]; isJSONTruthy(raw) {
-		return gemUnsupported(`"top_logprobs" is not supported for Gemini models by this gateway`)
+		return geminiUnsupported(`"top_logprobs" is not supported for Gemini models by this gateway`)
 	}
 	if raw := top["audio"]; !isJSONNull(raw) {
-		return gemUnsupported(`"audio" output is not supported for Gemini models`)
+		return geminiUnsupported(`"audio" output is not supported for Gemini models`)
 	}
 	if raw := top["modalities"]; !isJSONNull(raw) {
 		mods, ok := parseJSONArray(raw)
@@ -105,18 +105,18 @@ func gemRejectUnsupported(top map[string]json.RawMessage) *apiError {
 				return e
 			}
 			if m != "text" {
-				return gemUnsupported(`"modalities" may only contain "text" for Gemini models`)
+				return geminiUnsupported(`"modalities" may only contain "text" for Gemini models`)
 			}
 		}
 	}
 	if raw := top["web_search_options"]; !isJSONNull(raw) {
-		return gemUnsupported(`"web_search_options" is not supported for Gemini models`)
+		return geminiUnsupported(`"web_search_options" is not supported for Gemini models`)
 	}
 	if raw := top["functions"]; !isJSONNull(raw) {
-		return gemUnsupported(`"functions" is deprecated and not supported for Gemini models; use "tools"`)
+		return geminiUnsupported(`"functions" is deprecated and not supported for Gemini models; use "tools"`)
 	}
 	if raw := top["function_call"]; !isJSONNull(raw) {
-		return gemUnsupported(`"function_call" is deprecated and not supported for Gemini models; use "tool_choice"`)
+		return geminiUnsupported(`"function_call" is deprecated and not supported for Gemini models; use "tool_choice"`)
 	}
 	if raw := top["verbosity"]; !isJSONNull(raw) {
 		v, e := readString(raw, "verbosity")
@@ -124,14 +124,14 @@ func gemRejectUnsupported(top map[string]json.RawMessage) *apiError {
 			return e
 		}
 		if v != "medium" {
-			return gemUnsupported(`"verbosity" is not supported for Gemini models`)
+			return geminiUnsupported(`"verbosity" is not supported for Gemini models`)
 		}
 	}
 	return nil
 }
 
-// gemGenerationConfig fills gen.
-func gemGenerationConfig(top map[string]json.RawMessage, gen *gemGenConfig, stream bool) *apiError {
+// geminiGenerationConfig fills gen.
+func geminiGenerationConfig(top map[string]json.RawMessage, gen *geminiWireGenerationConfig, stream bool) *apiError {
 	if raw := top["temperature"]; !isJSONNull(raw) {
 		v, e := readNumberText(raw, "temperature")
 		if e != nil {
@@ -196,7 +196,7 @@ func gemGenerationConfig(top map[string]json.RawMessage, gen *gemGenConfig, stre
 			return errInvalidRequest(`"n" must be at least 1`)
 		}
 		if n > 1 && stream {
-			return gemUnsupported(`"n" greater than 1 is not supported with "stream" for Gemini models`)
+			return geminiUnsupported(`"n" greater than 1 is not supported with "stream" for Gemini models`)
 		}
 		gen.CandidateCount = n
 	}
@@ -243,7 +243,7 @@ func gemGenerationConfig(top map[string]json.RawMessage, gen *gemGenConfig, stre
 		default:
 			return errBadRequest("unsupported_value", `"reasoning_effort" value "`+effort+`" is not supported for Gemini models`)
 		}
-		gen.ThinkingConfig = &gemThinkingConfig{ThinkingBudget: json.RawMessage(budget)}
+		gen.ThinkingConfig = &geminiWireThinkingConfig{ThinkingBudget: json.RawMessage(budget)}
 	}
 	if raw := top["response_format"]; !isJSONNull(raw) {
 		rf, ok := parseJSONObject(raw)
@@ -269,7 +269,7 @@ func gemGenerationConfig(top map[string]json.RawMessage, gen *gemGenConfig, stre
 				if schema[0] != '{' {
 					return errInvalidRequest(`"response_format.json_schema.schema" must be a JSON object`)
 				}
-				if conv, ok := gemConvertSchema(schema, 0, true); ok {
+				if conv, ok := geminiConvertSchema(schema, 0, true); ok {
 					gen.ResponseSchema = conv
 				} else {
 					gen.ResponseJSONSchema = schema
@@ -282,8 +282,8 @@ func gemGenerationConfig(top map[string]json.RawMessage, gen *gemGenConfig, stre
 	return nil
 }
 
-// gemTools converts tools[] into function declarations.
-func gemTools(raw json.RawMessage) ([]gemFuncDecl, *apiError) {
+// geminiFunctionDeclarations converts tools[] into function declarations.
+func geminiFunctionDeclarations(raw json.RawMessage) ([]geminiWireFunctionDeclaration, *apiError) {
 	if isJSONNull(raw) {
 		return nil, nil
 	}
@@ -291,7 +291,7 @@ func gemTools(raw json.RawMessage) ([]gemFuncDecl, *apiError) {
 	if !ok {
 		return nil, errInvalidRequest(`"tools" must be an array`)
 	}
-	var decls []gemFuncDecl
+	var decls []geminiWireFunctionDeclaration
 	for i := 0; i < len(arr); i++ {
 		where := "tools[" + strconv.Itoa(i) + "]"
 		tool, ok := parseJSONObject(arr[i])
@@ -304,7 +304,7 @@ func gemTools(raw json.RawMessage) ([]gemFuncDecl, *apiError) {
 				return nil, e
 			}
 			if typ != "function" {
-				return nil, gemUnsupported(`"` + where + `.type" "` + typ + `" is not supported for Gemini models (only "function")`)
+				return nil, geminiUnsupported(`"` + where + `.type" "` + typ + `" is not supported for Gemini models (only "function")`)
 			}
 		}
 		fn, ok := parseJSONObject(tool["function"])
@@ -318,7 +318,7 @@ func gemTools(raw json.RawMessage) ([]gemFuncDecl, *apiError) {
 		if name == "" {
 			return nil, errInvalidRequest(`"` + where + `.function.name" must not be empty`)
 		}
-		d := gemFuncDecl{Name: name}
+		d := geminiWireFunctionDeclaration{Name: name}
 		if raw := fn["description"]; !isJSONNull(raw) {
 			desc, de := readString(raw, where+".function.description")
 			if de != nil {
@@ -330,8 +330,8 @@ func gemTools(raw json.RawMessage) ([]gemFuncDecl, *apiError) {
 			if params[0] != '{' {
 				return nil, errInvalidRequest(`"` + where + `.function.parameters" must be a JSON object`)
 			}
-			if !gemEmptyObjectSchema(params) {
-				if conv, ok := gemConvertSchema(params, 0, false); ok {
+			if !geminiEmptyObjectSchema(params) {
+				if conv, ok := geminiConvertSchema(params, 0, false); ok {
 					d.Parameters = conv
 				} else {
 					d.ParametersJSONSchema = params
@@ -343,8 +343,8 @@ func gemTools(raw json.RawMessage) ([]gemFuncDecl, *apiError) {
 	return decls, nil
 }
 
-// gemToolChoice maps tool_choice, possibly narrowing the declarations.
-func gemToolChoice(raw json.RawMessage, decls []gemFuncDecl) (*gemToolConfig, []gemFuncDecl, *apiError) {
+// geminiToolChoice maps tool_choice, possibly narrowing the declarations.
+func geminiToolChoice(raw json.RawMessage, decls []geminiWireFunctionDeclaration) (*geminiWireToolConfig, []geminiWireFunctionDeclaration, *apiError) {
 	if isJSONNull(raw) {
 		return nil, decls, nil
 	}
@@ -417,7 +417,7 @@ func gemToolChoice(raw json.RawMessage, decls []gemFuncDecl) (*gemToolConfig, []
 				}
 				fn, ok := parseJSONObject(t["function"])
 				if !ok {
-					return nil, nil, gemUnsupported(`"` + where + `" must be a function tool`)
+					return nil, nil, geminiUnsupported(`"` + where + `" must be a function tool`)
 				}
 				name, e := readString(fn["name"], where+".function.name")
 				if e != nil {
@@ -426,7 +426,7 @@ func gemToolChoice(raw json.RawMessage, decls []gemFuncDecl) (*gemToolConfig, []
 				names = append(names, name)
 			}
 		default:
-			return nil, nil, gemUnsupported(`"tool_choice.type" "` + typ + `" is not supported for Gemini models`)
+			return nil, nil, geminiUnsupported(`"tool_choice.type" "` + typ + `" is not supported for Gemini models`)
 		}
 	}
 	if len(decls) == 0 {
@@ -447,9 +447,9 @@ func gemToolChoice(raw json.RawMessage, decls []gemFuncDecl) (*gemToolConfig, []
 			return nil, nil, errInvalidRequest(`"tool_choice" names the function "` + names[i] + `", which is not in "tools"`)
 		}
 	}
-	cfg := &gemToolConfig{FunctionCallingConfig: gemFuncCallingConfig{Mode: mode}}
+	cfg := &geminiWireToolConfig{FunctionCallingConfig: geminiWireFunctionCallingConfig{Mode: mode}}
 	if narrow {
-		var kept []gemFuncDecl
+		var kept []geminiWireFunctionDeclaration
 		for j := 0; j < len(decls); j++ {
 			for i := 0; i < len(names); i++ {
 				if decls[j].Name == names[i] {
@@ -464,15 +464,15 @@ func gemToolChoice(raw json.RawMessage, decls []gemFuncDecl) (*gemToolConfig, []
 	return cfg, decls, nil
 }
 
-// gemMessages converts messages[] into systemInstruction and contents.
-func gemMessages(raw json.RawMessage) (*gemContentOut, []gemContentOut, *apiError) {
+// geminiMessages converts messages[] into systemInstruction and contents.
+func geminiMessages(raw json.RawMessage) (*geminiWireContent, []geminiWireContent, *apiError) {
 	msgs, ok := parseJSONArray(raw)
 	if !ok || len(msgs) == 0 {
 		return nil, nil, errInvalidRequest(`"messages" must be a non-empty array`)
 	}
-	var sys *gemContentOut
-	var contents []gemContentOut
-	add := func(role string, parts []gemPartOut) {
+	var sys *geminiWireContent
+	var contents []geminiWireContent
+	add := func(role string, parts []geminiWirePart) {
 		if len(parts) == 0 {
 			return
 		}
@@ -481,7 +481,7 @@ func gemMessages(raw json.RawMessage) (*gemContentOut, []gemContentOut, *apiErro
 			contents[n-1].Parts = append(contents[n-1].Parts, parts...)
 			return
 		}
-		contents = append(contents, gemContentOut{Role: role, Parts: parts})
+		contents = append(contents, geminiWireContent{Role: role, Parts: parts})
 	}
 	callNames := map[string]string{}
 	for i := 0; i < len(msgs); i++ {
@@ -499,13 +499,13 @@ func gemMessages(raw json.RawMessage) (*gemContentOut, []gemContentOut, *apiErro
 			if isJSONNull(m["content"]) {
 				return nil, nil, errInvalidRequest(`"` + where + `.content" is required`)
 			}
-			parts, e := gemContentParts(m["content"], where, "system")
+			parts, e := geminiContentParts(m["content"], where, "system")
 			if e != nil {
 				return nil, nil, e
 			}
 			if len(parts) > 0 {
 				if sys == nil {
-					sys = &gemContentOut{}
+					sys = &geminiWireContent{}
 				}
 				sys.Parts = append(sys.Parts, parts...)
 			}
@@ -513,22 +513,22 @@ func gemMessages(raw json.RawMessage) (*gemContentOut, []gemContentOut, *apiErro
 			if isJSONNull(m["content"]) {
 				return nil, nil, errInvalidRequest(`"` + where + `.content" is required`)
 			}
-			parts, e := gemContentParts(m["content"], where, "user")
+			parts, e := geminiContentParts(m["content"], where, "user")
 			if e != nil {
 				return nil, nil, e
 			}
 			add("user", parts)
 		case "assistant":
-			parts, e := gemContentParts(m["content"], where, "assistant")
+			parts, e := geminiContentParts(m["content"], where, "assistant")
 			if e != nil {
 				return nil, nil, e
 			}
-			calls, e := gemAssistantCalls(m["tool_calls"], where, callNames)
+			calls, e := geminiFunctionCallParts(m["tool_calls"], where, callNames)
 			if e != nil {
 				return nil, nil, e
 			}
 			if !isJSONNull(m["function_call"]) {
-				return nil, nil, gemUnsupported(`"` + where + `.function_call" is deprecated and not supported for Gemini models; use "tool_calls"`)
+				return nil, nil, geminiUnsupported(`"` + where + `.function_call" is deprecated and not supported for Gemini models; use "tool_calls"`)
 			}
 			add("model", append(parts, calls...))
 		case "tool":
@@ -540,13 +540,13 @@ func gemMessages(raw json.RawMessage) (*gemContentOut, []gemContentOut, *apiErro
 			if !found {
 				return nil, nil, errInvalidRequest(`"` + where + `.tool_call_id" "` + id + `" does not match a tool call of an earlier assistant message`)
 			}
-			output, e := gemToolOutput(m["content"], where)
+			output, e := geminiToolOutput(m["content"], where)
 			if e != nil {
 				return nil, nil, e
 			}
-			add("user", []gemPartOut{{FunctionResponse: &gemFuncRespOut{Name: name, Response: gemFuncRespBody{Output: output}}}})
+			add("user", []geminiWirePart{{FunctionResponse: &geminiWireFunctionResponse{Name: name, Response: geminiWireFunctionOutput{Output: output}}}})
 		case "function":
-			return nil, nil, gemUnsupported(`"` + where + `.role" "function" is deprecated and not supported for Gemini models; use "tool"`)
+			return nil, nil, geminiUnsupported(`"` + where + `.role" "function" is deprecated and not supported for Gemini models; use "tool"`)
 		default:
 			return nil, nil, errInvalidRequest(`"` + where + `.role" "` + role + `" is not a valid role`)
 		}

@@ -10,8 +10,8 @@ import (
 
 // Gemini generateContent responses and streams → OpenAI chat shapes.
 
-// gemFinishReason maps a Gemini finishReason to OpenAI's.
-func gemFinishReason(reason string, toolCalls bool) string {
+// geminiFinishReason maps a Gemini finishReason to OpenAI's.
+func geminiFinishReason(reason string, toolCalls bool) string {
 	switch reason {
 	case "MAX_TOKENS":
 		return "length"
@@ -24,9 +24,9 @@ func gemFinishReason(reason string, toolCalls bool) string {
 	return "stop"
 }
 
-// gemUsage is the gateway's usage and the hub usage for Gemini's
+// geminiUsage is the gateway's usage and the hub usage for Gemini's
 // usageMetadata.
-func gemUsage(u *gemUsageIn) (usage, *hubUsage) {
+func geminiUsage(u *geminiWireUsage) (usage, *hubUsage) {
 	prompt := u.PromptTokenCount + u.ToolUsePromptTokenCount
 	completion := u.CandidatesTokenCount + u.ThoughtsTokenCount
 	gu := usage{
@@ -40,58 +40,58 @@ func gemUsage(u *gemUsageIn) (usage, *hubUsage) {
 	return gu, hu
 }
 
-// gemToolCall is the hub tool call for the n-th functionCall part of a
+// geminiToolCall is the hub tool call for the n-th functionCall part of a
 // response (index is set in a stream fragment, nil in a message).
-func gemToolCall(p *gemPartIn, base string, n int, index *int) hubToolCall {
+func geminiToolCall(p *geminiWireResponsePart, base string, n int, index *int) hubToolCall {
 	return hubToolCall{
 		Index:    index,
-		ID:       gemCallID(p.FunctionCall, base, n, p.ThoughtSignature),
+		ID:       geminiCallID(p.FunctionCall, base, n, p.ThoughtSignature),
 		Type:     "function",
 		Function: hubFunction{Name: p.FunctionCall.Name, Arguments: compactArguments(p.FunctionCall.Args)},
 	}
 }
 
-// gemCallIDBase is the per-response part of generated tool call ids.
-func gemCallIDBase(responseID, idFallback string) string {
+// geminiCallIDBase is the per-response part of generated tool call ids.
+func geminiCallIDBase(responseID, idFallback string) string {
 	if responseID != "" {
 		return responseID
 	}
 	return strings.TrimPrefix(idFallback, "chatcmpl-")
 }
 
-func gemCallID(call *gemFuncCallIn, base string, n int, signature string) string {
+func geminiCallID(call *geminiWireFunctionCall, base string, n int, signature string) string {
 	id := call.ID
 	if id == "" && base == "" {
 		id = "call_" + strconv.Itoa(n)
 	} else if id == "" {
 		id = "call_" + base + "_" + strconv.Itoa(n)
 	}
-	return gemIDWithSignature(id, signature)
+	return geminiIDWithSignature(id, signature)
 }
 
-// gemSignatureMark separates a tool call id from the thought signature
+// geminiSignatureMark separates a tool call id from the thought signature
 // it carries. The OpenAI shape has no place for Gemini's signature, but
 // clients echo tool call ids back verbatim, so the signature rides in the
 // id (base64url, so the id stays within [A-Za-z0-9_-]) and is restored on
 // the function call part of the next request.
-const gemSignatureMark = "_tsig_"
+const geminiSignatureMark = "_tsig_"
 
-func gemIDWithSignature(id, signature string) string {
+func geminiIDWithSignature(id, signature string) string {
 	if signature == "" {
 		return id
 	}
 	enc := strings.NewReplacer("+", "-", "/", "_", "=", "").Replace(signature)
-	return id + gemSignatureMark + enc
+	return id + geminiSignatureMark + enc
 }
 
-// gemSignatureFromID recovers the thought signature carried by a tool
+// geminiSignatureFromID recovers the thought signature carried by a tool
 // call id ("" when it carries none).
-func gemSignatureFromID(id string) string {
-	i := strings.LastIndex(id, gemSignatureMark)
+func geminiSignatureFromID(id string) string {
+	i := strings.LastIndex(id, geminiSignatureMark)
 	if i < 0 {
 		return ""
 	}
-	enc := id[i+len(gemSignatureMark):]
+	enc := id[i+len(geminiSignatureMark):]
 	sig := strings.NewReplacer("-", "+", "_", "/").Replace(enc)
 	for len(sig)%4 != 0 {
 		sig += "="
@@ -99,7 +99,7 @@ func gemSignatureFromID(id string) string {
 	return sig
 }
 
-func gemResponseID(responseID, idFallback string) string {
+func geminiResponseID(responseID, idFallback string) string {
 	if responseID != "" {
 		return "chatcmpl-" + responseID
 	}
@@ -109,21 +109,21 @@ func gemResponseID(responseID, idFallback string) string {
 // geminiChatResponse translates a generateContent response into an
 // OpenAI chat.completion.
 func geminiChatResponse(body []byte, tc translateContext) ([]byte, usage, *apiError) {
-	var r gemRespIn
+	var r geminiWireResponse
 	if err := json.Unmarshal(body, &r); err != nil {
-		return nil, usage{}, gemBadUpstream(err)
+		return nil, usage{}, geminiBadResponse(err)
 	}
 	if !isJSONNull(r.Error) {
-		return nil, usage{}, gemUpstreamError(r.Error, body)
+		return nil, usage{}, geminiUpstreamError(r.Error, body)
 	}
 	out := hubChatCompletion{
-		ID:      gemResponseID(r.ResponseID, tc.idFallback),
+		ID:      geminiResponseID(r.ResponseID, tc.idFallback),
 		Object:  "chat.completion",
 		Created: tc.created,
 		Model:   tc.requestedModel,
 		Choices: []hubChoice{},
 	}
-	base := gemCallIDBase(r.ResponseID, tc.idFallback)
+	base := geminiCallIDBase(r.ResponseID, tc.idFallback)
 	callN := 0
 	for i := 0; i < len(r.Candidates); i++ {
 		cand := &r.Candidates[i]
@@ -136,7 +136,7 @@ func geminiChatResponse(body []byte, tc translateContext) ([]byte, usage, *apiEr
 					continue
 				}
 				if p.FunctionCall != nil {
-					calls = append(calls, gemToolCall(p, base, callN, nil))
+					calls = append(calls, geminiToolCall(p, base, callN, nil))
 					callN++
 					continue
 				}
@@ -153,12 +153,12 @@ func geminiChatResponse(body []byte, tc translateContext) ([]byte, usage, *apiEr
 		out.Choices = append(out.Choices, hubChoice{
 			Index:        i,
 			Message:      msg,
-			FinishReason: gemFinishReason(cand.FinishReason, len(calls) > 0),
+			FinishReason: geminiFinishReason(cand.FinishReason, len(calls) > 0),
 		})
 	}
 	if len(r.Candidates) == 0 {
 		if r.PromptFeedback == nil || r.PromptFeedback.BlockReason == "" {
-			return nil, usage{}, gemBadUpstream(nil)
+			return nil, usage{}, geminiBadResponse(nil)
 		}
 		empty := ""
 		out.Choices = append(out.Choices, hubChoice{
@@ -168,7 +168,7 @@ func geminiChatResponse(body []byte, tc translateContext) ([]byte, usage, *apiEr
 	}
 	var u usage
 	if r.UsageMetadata != nil {
-		u, out.Usage = gemUsage(r.UsageMetadata)
+		u, out.Usage = geminiUsage(r.UsageMetadata)
 	}
 	return encodeJSON(out), u, nil
 }
@@ -216,24 +216,24 @@ func (s *geminiStream) event(ev sseEvent, out []streamPayload) ([]streamPayload,
 		return out, nil
 	}
 	if data[0] != '{' {
-		return out, gemBadUpstream(nil)
+		return out, geminiBadResponse(nil)
 	}
-	var r gemRespIn
+	var r geminiWireResponse
 	if err := json.Unmarshal(data, &r); err != nil {
-		return out, gemBadUpstream(err)
+		return out, geminiBadResponse(err)
 	}
 	if !isJSONNull(r.Error) {
-		return out, gemUpstreamError(r.Error, data)
+		return out, geminiUpstreamError(r.Error, data)
 	}
 	if !s.started {
 		s.started = true
-		s.id = gemResponseID(r.ResponseID, s.tc.idFallback)
-		s.callBase = gemCallIDBase(r.ResponseID, s.tc.idFallback)
+		s.id = geminiResponseID(r.ResponseID, s.tc.idFallback)
+		s.callBase = geminiCallIDBase(r.ResponseID, s.tc.idFallback)
 		empty := ""
 		out = append(out, s.chunk(hubDelta{Role: "assistant", Content: &empty}, ""))
 	}
 	if r.UsageMetadata != nil {
-		s.u, s.usageOut = gemUsage(r.UsageMetadata)
+		s.u, s.usageOut = geminiUsage(r.UsageMetadata)
 	}
 	if s.finished {
 		return out, nil
@@ -258,7 +258,7 @@ func (s *geminiStream) event(ev sseEvent, out []streamPayload) ([]streamPayload,
 					out = s.textChunk(out, text)
 					text = ""
 					index := s.calls
-					d := gemToolCall(p, s.callBase, s.calls, &index)
+					d := geminiToolCall(p, s.callBase, s.calls, &index)
 					s.calls++
 					s.sawCall = true
 					out = append(out, s.chunk(hubDelta{ToolCalls: []hubToolCall{d}}, ""))
@@ -272,7 +272,7 @@ func (s *geminiStream) event(ev sseEvent, out []streamPayload) ([]streamPayload,
 		out = s.textChunk(out, text)
 		if cand.FinishReason != "" {
 			s.finished = true
-			out = append(out, s.chunk(hubDelta{}, gemFinishReason(cand.FinishReason, s.sawCall)))
+			out = append(out, s.chunk(hubDelta{}, geminiFinishReason(cand.FinishReason, s.sawCall)))
 		}
 		break
 	}
@@ -287,7 +287,7 @@ func (s *geminiStream) finish(out []streamPayload) ([]streamPayload, *apiError) 
 	if s.tc.includeUsage {
 		hu := s.usageOut
 		if hu == nil {
-			_, hu = gemUsage(&gemUsageIn{})
+			_, hu = geminiUsage(&geminiWireUsage{})
 		}
 		out = append(out, hubUsagePayload(s.tc, s.id, hu))
 	}

@@ -8,10 +8,10 @@ import (
 
 // JSON Schema → Gemini's schema subset.
 
-// gemEmptyObjectSchema reports whether a parameters schema is an object
+// geminiEmptyObjectSchema reports whether a parameters schema is an object
 // that declares no properties (Gemini rejects an OBJECT without
 // properties; such a function takes no arguments).
-func gemEmptyObjectSchema(raw json.RawMessage) bool {
+func geminiEmptyObjectSchema(raw json.RawMessage) bool {
 	keys, vals, ok := parseJSONOrderedObject(raw)
 	if !ok {
 		return false
@@ -45,7 +45,7 @@ func gemEmptyObjectSchema(raw json.RawMessage) bool {
 	return isObject
 }
 
-func gemSchemaType(raw json.RawMessage) (string, bool, bool) {
+func geminiSchemaType(raw json.RawMessage) (string, bool, bool) {
 	upper := func(t string) string {
 		switch t {
 		case "string", "number", "integer", "boolean", "array", "object", "null":
@@ -90,11 +90,11 @@ func gemSchemaType(raw json.RawMessage) (string, bool, bool) {
 	return typ, nullable, true
 }
 
-// gemConvertSchema converts a JSON Schema to Gemini's Schema, or
+// geminiConvertSchema converts a JSON Schema to Gemini's Schema, or
 // reports false when the schema uses anything outside the subset (the
 // caller then sends it verbatim as a JSON Schema). ordering adds
 // propertyOrdering so Gemini keeps the declared property order.
-func gemConvertSchema(raw json.RawMessage, depth int, ordering bool) (json.RawMessage, bool) {
+func geminiConvertSchema(raw json.RawMessage, depth int, ordering bool) (json.RawMessage, bool) {
 	if depth > 32 {
 		return nil, false
 	}
@@ -131,7 +131,7 @@ func gemConvertSchema(raw json.RawMessage, depth int, ordering bool) (json.RawMe
 		k, v := keys[i], vals[i]
 		switch k {
 		case "type":
-			t, nullable, ok := gemSchemaType(v)
+			t, nullable, ok := geminiSchemaType(v)
 			if !ok {
 				return nil, false
 			}
@@ -172,7 +172,7 @@ func gemConvertSchema(raw json.RawMessage, depth int, ordering bool) (json.RawMe
 		case "default", "example":
 			write(k, v)
 		case "items":
-			conv, ok := gemConvertSchema(v, depth+1, ordering)
+			conv, ok := geminiConvertSchema(v, depth+1, ordering)
 			if !ok {
 				return nil, false
 			}
@@ -185,7 +185,7 @@ func gemConvertSchema(raw json.RawMessage, depth int, ordering bool) (json.RawMe
 			var pb bytes.Buffer
 			pb.WriteByte('{')
 			for j := 0; j < len(pk); j++ {
-				conv, ok := gemConvertSchema(pv[j], depth+1, ordering)
+				conv, ok := geminiConvertSchema(pv[j], depth+1, ordering)
 				if !ok {
 					return nil, false
 				}
@@ -207,7 +207,7 @@ func gemConvertSchema(raw json.RawMessage, depth int, ordering bool) (json.RawMe
 			var ab bytes.Buffer
 			ab.WriteByte('[')
 			for j := 0; j < len(arr); j++ {
-				conv, ok := gemConvertSchema(arr[j], depth+1, ordering)
+				conv, ok := geminiConvertSchema(arr[j], depth+1, ordering)
 				if !ok {
 					return nil, false
 				}

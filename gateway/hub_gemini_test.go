@@ -27,15 +27,15 @@ func runGeminiStream(input []byte, tc translateContext) []byte {
 // keyed by index (id/type/name from the first fragment, arguments
 // concatenated), the last finish_reason, the usage chunk.
 
-type gemAccCall struct {
+type geminiAccumulatedCall struct {
 	id, name, args string
 }
 
-type gemAccResult struct {
+type geminiAccumulated struct {
 	id, model  string
 	role       string
 	content    string
-	calls      []gemAccCall
+	calls      []geminiAccumulatedCall
 	finish     string
 	usage      map[string]interface{}
 	done       bool
@@ -43,7 +43,7 @@ type gemAccResult struct {
 	errMessage string
 }
 
-type gemTestChunk struct {
+type geminiTestChunk struct {
 	ID      string `json:"id"`
 	Object  string `json:"object"`
 	Created int64  `json:"created"`
@@ -72,9 +72,9 @@ type gemTestChunk struct {
 	} `json:"error"`
 }
 
-func accumulateGemini(t *testing.T, out []byte) gemAccResult {
+func accumulateGemini(t *testing.T, out []byte) geminiAccumulated {
 	t.Helper()
-	var res gemAccResult
+	var res geminiAccumulated
 	if !bytes.HasSuffix(out, []byte("\n\n")) {
 		t.Fatalf("stream does not end with a blank line: %q", out)
 	}
@@ -92,7 +92,7 @@ func accumulateGemini(t *testing.T, out []byte) gemAccResult {
 			res.done = true
 			continue
 		}
-		var c gemTestChunk
+		var c geminiTestChunk
 		if err := json.Unmarshal([]byte(payload), &c); err != nil {
 			t.Fatalf("event %d is not JSON: %v: %s", i, err, payload)
 		}
@@ -142,7 +142,7 @@ func accumulateGemini(t *testing.T, out []byte) gemAccResult {
 					if tc.ID == "" || tc.Type != "function" || tc.Function.Name == "" {
 						t.Fatalf("first tool call fragment lacks id/type/name: %s", payload)
 					}
-					res.calls = append(res.calls, gemAccCall{id: tc.ID, name: tc.Function.Name})
+					res.calls = append(res.calls, geminiAccumulatedCall{id: tc.ID, name: tc.Function.Name})
 				} else if idx > len(res.calls) || idx < 0 {
 					t.Fatalf("tool call index %d out of order", idx)
 				}
@@ -160,7 +160,7 @@ var geminiStreamCases = []struct {
 	name    string
 	id      string
 	content string
-	calls   []gemAccCall
+	calls   []geminiAccumulatedCall
 	finish  string
 	usage   string // compact JSON of the usage chunk
 	errCode string
@@ -169,7 +169,7 @@ var geminiStreamCases = []struct {
 	{name: "text", id: "chatcmpl-mD9dZ3qZ", content: "18 °C in <Paris> & \"France\".", finish: "stop",
 		usage: `{"completion_tokens":8,"completion_tokens_details":{"reasoning_tokens":0},"prompt_tokens":410,"prompt_tokens_details":{"cached_tokens":0},"total_tokens":418}`},
 	{name: "function_calls", id: "chatcmpl-test", content: "Checking both.", finish: "tool_calls",
-		calls: []gemAccCall{
+		calls: []geminiAccumulatedCall{
 			{id: "call_test_0_tsig_c2lnbmF0dXJlLTE", name: "get_weather", args: `{"city":"Paris","units":"metric"}`},
 			{id: "call_test_1", name: "get_time", args: `{"tz":"Europe/Paris"}`},
 		},
