@@ -185,19 +185,43 @@ func anthropicInteger(raw json.RawMessage, path string) (int64, *apiError) {
 
 // rejectUnsupported refuses the OpenAI parameters Anthropic has no
 // equivalent for, when they are set to anything but their no-op value.
+// The checks run in a fixed order, so the first such parameter is the
+// one reported.
 func (b *anthropicRequestBuilder) rejectUnsupported() *apiError {
-	if raw, ok := b.field("n"); ok {
-		n, e := anthropicInteger(raw, "n")
-		if e != nil {
-			return e
-		}
-		if n > 1 {
-			return anthropicUnsupported("n", "value "+strconv.FormatInt(n, 10)+"; only one choice can be generated")
-		}
-		if n < 1 {
-			return errInvalidField("n", "at least 1")
-		}
+	if e := b.rejectChoiceCount(); e != nil {
+		return e
 	}
+	if e := b.rejectLogprobs(); e != nil {
+		return e
+	}
+	if e := b.rejectOutputFormat(); e != nil {
+		return e
+	}
+	return b.rejectPresent()
+}
+
+// rejectChoiceCount refuses n > 1: Anthropic generates one choice.
+func (b *anthropicRequestBuilder) rejectChoiceCount() *apiError {
+	raw, ok := b.field("n")
+	if !ok {
+		return nil
+	}
+	n, e := anthropicInteger(raw, "n")
+	if e != nil {
+		return e
+	}
+	if n > 1 {
+		return anthropicUnsupported("n", "value "+strconv.FormatInt(n, 10)+"; only one choice can be generated")
+	}
+	if n < 1 {
+		return errInvalidField("n", "at least 1")
+	}
+	return nil
+}
+
+// rejectLogprobs refuses token-level controls and output: a non-empty
+// logit_bias, logprobs, and non-zero top_logprobs or penalties.
+func (b *anthropicRequestBuilder) rejectLogprobs() *apiError {
 	if raw, ok := b.field("logit_bias"); ok {
 		m, e := readObject(raw, "logit_bias")
 		if e != nil {
@@ -228,6 +252,12 @@ func (b *anthropicRequestBuilder) rejectUnsupported() *apiError {
 			}
 		}
 	}
+	return nil
+}
+
+// rejectOutputFormat refuses a response_format other than text and
+// output modalities other than text.
+func (b *anthropicRequestBuilder) rejectOutputFormat() *apiError {
 	if raw, ok := b.field("response_format"); ok {
 		m, e := readObject(raw, "response_format")
 		if e != nil {
@@ -241,21 +271,29 @@ func (b *anthropicRequestBuilder) rejectUnsupported() *apiError {
 			return anthropicUnsupported("response_format", "type \""+kind+"\"")
 		}
 	}
-	if raw, ok := b.field("modalities"); ok {
-		list, e := readArray(raw, "modalities")
+	raw, ok := b.field("modalities")
+	if !ok {
+		return nil
+	}
+	list, e := readArray(raw, "modalities")
+	if e != nil {
+		return e
+	}
+	for i := 0; i < len(list); i++ {
+		s, e := readString(list[i], "modalities["+strconv.Itoa(i)+"]")
 		if e != nil {
 			return e
 		}
-		for i := 0; i < len(list); i++ {
-			s, e := readString(list[i], "modalities["+strconv.Itoa(i)+"]")
-			if e != nil {
-				return e
-			}
-			if s != "text" {
-				return anthropicUnsupported("modalities", "output modality \""+s+"\"")
-			}
+		if s != "text" {
+			return anthropicUnsupported("modalities", "output modality \""+s+"\"")
 		}
 	}
+	return nil
+}
+
+// rejectPresent refuses the parameters Anthropic has nothing for,
+// whatever their value.
+func (b *anthropicRequestBuilder) rejectPresent() *apiError {
 	refused := []string{"seed", "audio", "web_search_options", "functions", "function_call"}
 	for i := 0; i < len(refused); i++ {
 		if _, ok := b.field(refused[i]); ok {

@@ -129,6 +129,11 @@ func parseJSONOrderedObject(raw json.RawMessage) ([]string, []json.RawMessage, b
 	return keys, vals, true
 }
 
+// isJSONBool reports whether raw is true or false.
+func isJSONBool(raw json.RawMessage) bool {
+	return string(raw) == "true" || string(raw) == "false"
+}
+
 // isJSONStringArray reports whether raw is an array of strings.
 func isJSONStringArray(raw json.RawMessage) bool {
 	arr, ok := parseJSONArray(raw)
