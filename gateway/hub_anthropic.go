@@ -5,11 +5,12 @@ import (
 	"strconv"
 )
 
-// OpenAI chat completions request → Anthropic Messages request
-// (wire-formats §5.1): this file has the entry point, the wire types and
-// the request-level parameters; hub_anthropic_messages.go converts
-// the conversation. The response and stream directions live in
-// hub_anthropic_response.go.
+// Hub (OpenAI chat completions) request → Anthropic Messages request.
+// This file has the entry point and the request-level parameters;
+// hub_anthropic_messages.go converts the conversation and
+// hub_anthropic_tools.go the tools; hub_anthropic_wire.go holds the
+// Anthropic shapes. Answers come back through hub_anthropic_response.go
+// (whole) and hub_anthropic_stream.go (streamed).
 //
 // Choices this translator makes:
 //   - system/developer messages, wherever they appear, are hoisted in
@@ -51,68 +52,6 @@ var anthropicThinkingBudgets = map[string]int64{
 	"high":    16384,
 	"xhigh":   32768,
 	"max":     32768,
-}
-
-// anthropicWireRequest is the Messages API request body.
-type anthropicWireRequest struct {
-	Model         string                   `json:"model"`
-	MaxTokens     int64                    `json:"max_tokens"`
-	System        string                   `json:"system,omitempty"`
-	Messages      []anthropicWireMessage   `json:"messages"`
-	Tools         []anthropicWireTool      `json:"tools,omitempty"`
-	ToolChoice    *anthropicWireToolChoice `json:"tool_choice,omitempty"`
-	StopSequences []string                 `json:"stop_sequences,omitempty"`
-	Temperature   *float64                 `json:"temperature,omitempty"`
-	TopP          *float64                 `json:"top_p,omitempty"`
-	Metadata      *anthropicWireMetadata   `json:"metadata,omitempty"`
-	Thinking      *anthropicWireThinking   `json:"thinking,omitempty"`
-	Stream        bool                     `json:"stream,omitempty"`
-}
-
-type anthropicWireMessage struct {
-	Role    string               `json:"role"`
-	Content []anthropicWireBlock `json:"content"`
-}
-
-// anthropicWireBlock is any request content block; the type decides
-// which fields are set.
-type anthropicWireBlock struct {
-	Type      string               `json:"type"`
-	Text      string               `json:"text,omitempty"`
-	Source    *anthropicWireSource `json:"source,omitempty"`
-	ID        string               `json:"id,omitempty"`
-	Name      string               `json:"name,omitempty"`
-	Input     json.RawMessage      `json:"input,omitempty"`
-	ToolUseID string               `json:"tool_use_id,omitempty"`
-	Content   json.RawMessage      `json:"content,omitempty"`
-}
-
-type anthropicWireSource struct {
-	Type      string `json:"type"`
-	MediaType string `json:"media_type,omitempty"`
-	Data      string `json:"data,omitempty"`
-	URL       string `json:"url,omitempty"`
-}
-
-type anthropicWireTool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	InputSchema json.RawMessage `json:"input_schema"`
-}
-
-type anthropicWireToolChoice struct {
-	Type                   string `json:"type"`
-	Name                   string `json:"name,omitempty"`
-	DisableParallelToolUse bool   `json:"disable_parallel_tool_use,omitempty"`
-}
-
-type anthropicWireMetadata struct {
-	UserID string `json:"user_id"`
-}
-
-type anthropicWireThinking struct {
-	Type         string `json:"type"`
-	BudgetTokens int64  `json:"budget_tokens"`
 }
 
 // anthropicChatRequest translates an OpenAI chat completions request
@@ -374,6 +313,8 @@ func (b *anthropicRequestBuilder) sampling() *apiError {
 	return b.reasoning(explicitMax)
 }
 
+// stop maps stop (a string or an array of strings) to stop_sequences,
+// leaving out empty strings.
 func (b *anthropicRequestBuilder) stop() *apiError {
 	raw, ok := b.field("stop")
 	if !ok {
@@ -436,128 +377,4 @@ func (b *anthropicRequestBuilder) reasoning(explicitMax bool) *apiError {
 	}
 	b.req.Thinking = &anthropicWireThinking{Type: "enabled", BudgetTokens: budget}
 	return nil
-}
-
-// tools maps function tools, tool_choice and parallel_tool_calls.
-func (b *anthropicRequestBuilder) tools() *apiError {
-	if raw, ok := b.field("tools"); ok {
-		list, e := readArray(raw, "tools")
-		if e != nil {
-			return e
-		}
-		for i := 0; i < len(list); i++ {
-			tool, e := b.tool(list[i], "tools["+strconv.Itoa(i)+"]")
-			if e != nil {
-				return e
-			}
-			b.req.Tools = append(b.req.Tools, tool)
-		}
-	}
-	var choice *anthropicWireToolChoice
-	if raw, ok := b.field("tool_choice"); ok {
-		c, e := b.toolChoice(raw)
-		if e != nil {
-			return e
-		}
-		choice = c
-	}
-	if len(b.req.Tools) == 0 {
-		if choice != nil && (choice.Type == "any" || choice.Type == "tool") {
-			return errInvalidField("tools", "non-empty when tool_choice requires a tool call")
-		}
-		return nil
-	}
-	if raw, ok := b.field("parallel_tool_calls"); ok {
-		parallel, e := readBool(raw, "parallel_tool_calls")
-		if e != nil {
-			return e
-		}
-		if !parallel {
-			if choice == nil {
-				choice = &anthropicWireToolChoice{Type: "auto"}
-			}
-			if choice.Type != "none" {
-				choice.DisableParallelToolUse = true
-			}
-		}
-	}
-	b.req.ToolChoice = choice
-	return nil
-}
-
-func (b *anthropicRequestBuilder) tool(raw json.RawMessage, path string) (anthropicWireTool, *apiError) {
-	m, e := readObject(raw, path)
-	if e != nil {
-		return anthropicWireTool{}, e
-	}
-	if t := m["type"]; !isJSONNull(t) {
-		kind, e := readString(t, path+".type")
-		if e != nil {
-			return anthropicWireTool{}, e
-		}
-		if kind != "function" {
-			return anthropicWireTool{}, anthropicUnsupported(path+".type", "tool type \""+kind+"\"")
-		}
-	}
-	fn, e := readObject(m["function"], path+".function")
-	if e != nil {
-		return anthropicWireTool{}, e
-	}
-	name, e := readString(fn["name"], path+".function.name")
-	if e != nil || name == "" {
-		return anthropicWireTool{}, errInvalidField(path+".function.name", "a non-empty string")
-	}
-	tool := anthropicWireTool{Name: name, InputSchema: json.RawMessage(`{"type":"object","properties":{}}`)}
-	if raw := fn["description"]; !isJSONNull(raw) {
-		d, e := readString(raw, path+".function.description")
-		if e != nil {
-			return anthropicWireTool{}, e
-		}
-		tool.Description = d
-	}
-	if raw := fn["parameters"]; !isJSONNull(raw) {
-		if _, e := readObject(raw, path+".function.parameters"); e != nil {
-			return anthropicWireTool{}, e
-		}
-		tool.InputSchema = raw
-	}
-	return tool, nil
-}
-
-func (b *anthropicRequestBuilder) toolChoice(raw json.RawMessage) (*anthropicWireToolChoice, *apiError) {
-	if raw[0] == '"' {
-		s, e := readString(raw, "tool_choice")
-		if e != nil {
-			return nil, e
-		}
-		switch s {
-		case "auto":
-			return &anthropicWireToolChoice{Type: "auto"}, nil
-		case "required":
-			return &anthropicWireToolChoice{Type: "any"}, nil
-		case "none":
-			return &anthropicWireToolChoice{Type: "none"}, nil
-		}
-		return nil, errInvalidField("tool_choice", "\"auto\", \"required\", \"none\" or a named function")
-	}
-	m, e := readObject(raw, "tool_choice")
-	if e != nil {
-		return nil, e
-	}
-	kind, e := readString(m["type"], "tool_choice.type")
-	if e != nil {
-		return nil, e
-	}
-	if kind != "function" {
-		return nil, anthropicUnsupported("tool_choice", "type \""+kind+"\"")
-	}
-	fn, e := readObject(m["function"], "tool_choice.function")
-	if e != nil {
-		return nil, e
-	}
-	name, e := readString(fn["name"], "tool_choice.function.name")
-	if e != nil || name == "" {
-		return nil, errInvalidField("tool_choice.function.name", "a non-empty string")
-	}
-	return &anthropicWireToolChoice{Type: "tool", Name: name}, nil
 }

@@ -7,10 +7,9 @@ import (
 	"strings"
 )
 
-// The conversation half of the OpenAI → Anthropic request translation:
+// The conversation half of the hub → Anthropic request translation:
 // messages, content parts and tool calls/results become Anthropic turns
-// and blocks (wire-formats §5.1). See hub_anthropic.go for the
-// choices it makes.
+// and blocks. hub_anthropic.go lists the choices it makes.
 
 // messages converts the conversation: system text is hoisted, the rest
 // becomes alternating user/assistant turns.
@@ -43,6 +42,7 @@ func (b *anthropicRequestBuilder) messages() *apiError {
 	return nil
 }
 
+// message converts one message by its role.
 func (b *anthropicRequestBuilder) message(raw json.RawMessage, path string) *apiError {
 	m, e := readObject(raw, path)
 	if e != nil {
@@ -111,6 +111,8 @@ func anthropicToolResultsFirst(blocks []anthropicWireBlock) []anthropicWireBlock
 	return out
 }
 
+// assistant converts an assistant message: its text (or, alone, its
+// refusal), then its tool calls as tool_use blocks.
 func (b *anthropicRequestBuilder) assistant(m map[string]json.RawMessage, path string) *apiError {
 	if !isJSONNull(m["function_call"]) {
 		return anthropicUnsupported(path+".function_call", "deprecated; use tool_calls")
@@ -145,6 +147,7 @@ func (b *anthropicRequestBuilder) assistant(m map[string]json.RawMessage, path s
 	return nil
 }
 
+// toolUse converts one tool call into a tool_use block.
 func (b *anthropicRequestBuilder) toolUse(raw json.RawMessage, path string) (anthropicWireBlock, *apiError) {
 	call, e := readObject(raw, path)
 	if e != nil {
@@ -325,6 +328,8 @@ func anthropicHasText(text string) bool {
 	return strings.TrimSpace(text) != ""
 }
 
+// anthropicPartNotAllowed is the 400 for a part type the role cannot
+// carry.
 func anthropicPartNotAllowed(path, role, kind string) *apiError {
 	return errInvalidField(path+".type", "a part type allowed in "+role+" messages (got \""+kind+"\")")
 }

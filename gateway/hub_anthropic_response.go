@@ -7,65 +7,13 @@ import (
 	"strings"
 )
 
-// Anthropic Messages response → OpenAI chat completion, whole
-// (anthropicChatResponse) or as a stream of chunks (newAnthropicStream),
-// per wire-formats §5.3–§5.6. Thinking and redacted_thinking blocks are
-// dropped in both: OpenAI's chat format has no standard field for them,
-// and completion_tokens already counts them. Block types this
-// translator does not know (server tools, citations) are ignored.
-
-// anthropicWireResponse is a Messages API response, also the "message"
-// of a message_start event.
-type anthropicWireResponse struct {
-	ID         string                 `json:"id"`
-	Type       string                 `json:"type"`
-	Content    []anthropicWireContent `json:"content"`
-	StopReason *string                `json:"stop_reason"`
-	Usage      *anthropicWireUsage    `json:"usage"`
-	Error      *anthropicWireError    `json:"error"`
-}
-
-// anthropicWireContent is a response content block.
-type anthropicWireContent struct {
-	Type  string          `json:"type"`
-	Text  string          `json:"text"`
-	ID    string          `json:"id"`
-	Name  string          `json:"name"`
-	Input json.RawMessage `json:"input"`
-}
-
-// anthropicWireUsage keeps absent counts apart from zero ones: a
-// message_delta carries only the counts that changed.
-type anthropicWireUsage struct {
-	InputTokens              *int64 `json:"input_tokens"`
-	OutputTokens             *int64 `json:"output_tokens"`
-	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
-}
-
-type anthropicWireError struct {
-	Type    string `json:"type"`
-	Message string `json:"message"`
-}
-
-// anthropicWireEvent is any streaming event's data; the type decides
-// which fields are set.
-type anthropicWireEvent struct {
-	Type         string                 `json:"type"`
-	Message      *anthropicWireResponse `json:"message"`
-	Index        int                    `json:"index"`
-	ContentBlock *anthropicWireContent  `json:"content_block"`
-	Delta        *anthropicWireDelta    `json:"delta"`
-	Usage        *anthropicWireUsage    `json:"usage"`
-	Error        *anthropicWireError    `json:"error"`
-}
-
-type anthropicWireDelta struct {
-	Type        string  `json:"type"`
-	Text        string  `json:"text"`
-	PartialJSON string  `json:"partial_json"`
-	StopReason  *string `json:"stop_reason"`
-}
+// Anthropic Messages response → hub chat.completion
+// (anthropicChatResponse), and what the stream translator
+// (hub_anthropic_stream.go) shares with it: finish reasons, usage and
+// errors. Thinking and redacted_thinking blocks are dropped, whole or
+// streamed: OpenAI's chat format has no standard field for them, and
+// completion_tokens already counts them. Block types this translator
+// does not know (server tools, citations) are ignored.
 
 // anthropicFinishReason maps a stop_reason to a finish_reason; unknown
 // or missing reasons read as a normal stop.
@@ -84,6 +32,8 @@ func anthropicFinishReason(stopReason *string) string {
 	return "stop"
 }
 
+// anthropicBadResponse is the 502 for an Anthropic answer that does not
+// parse; cause is logged, never sent.
 func anthropicBadResponse(what string, cause error) *apiError {
 	e := newError(http.StatusBadGateway, "server_error", "upstream_bad_response",
 		"anthropic-type provider sent a malformed "+what)
@@ -91,7 +41,8 @@ func anthropicBadResponse(what string, cause error) *apiError {
 	return e
 }
 
-// add folds reported counts into u; absent counts leave u unchanged.
+// addTo folds the reported counts into u; absent counts leave u
+// unchanged.
 func (w *anthropicWireUsage) addTo(u *usage) {
 	if w == nil {
 		return
@@ -218,158 +169,4 @@ func anthropicToolResultText(raw json.RawMessage, isError bool) string {
 		return "Error: " + text
 	}
 	return text
-}
-
-// anthropicStream translates one Anthropic event stream; it is created
-// per request and never shared.
-type anthropicStream struct {
-	tc         translateContext
-	id         string
-	started    bool        // the role chunk went out
-	toolIndex  map[int]int // Anthropic block index → tool_calls index
-	nextTool   int
-	finishSent bool
-	stopped    bool // message_stop arrived; the stream is complete
-	raw        usage
-}
-
-var _ streamTranslator = (*anthropicStream)(nil)
-
-// newAnthropicStream returns the translator for one Anthropic stream.
-func newAnthropicStream(tc translateContext) streamTranslator {
-	return &anthropicStream{tc: tc, id: tc.idFallback, toolIndex: map[int]int{}}
-}
-
-// anthropicEventType names an event by its "event:" field, or by the
-// data's "type" when the field is missing.
-func anthropicEventType(ev sseEvent) string {
-	if ev.name != "" {
-		return ev.name
-	}
-	var head struct {
-		Type string `json:"type"`
-	}
-	_ = json.Unmarshal(ev.data, &head)
-	return head.Type
-}
-
-func (s *anthropicStream) event(ev sseEvent, out []streamPayload) ([]streamPayload, *apiError) {
-	if s.stopped {
-		return out, nil
-	}
-	kind := anthropicEventType(ev)
-	switch kind {
-	case "message_start", "content_block_start", "content_block_delta", "message_delta", "error":
-	case "message_stop":
-		return s.stop(out), nil
-	default: // ping, content_block_stop and unknown events
-		return out, nil
-	}
-	var data anthropicWireEvent
-	if err := json.Unmarshal(ev.data, &data); err != nil {
-		return out, anthropicBadResponse(kind+" event", err)
-	}
-	switch kind {
-	case "message_start":
-		if data.Message == nil {
-			return out, anthropicBadResponse("message_start event", nil)
-		}
-		if data.Message.ID != "" {
-			s.id = data.Message.ID
-		}
-		data.Message.Usage.addTo(&s.raw)
-		return s.start(out), nil
-	case "content_block_start":
-		if data.ContentBlock == nil || data.ContentBlock.Type != "tool_use" {
-			return out, nil
-		}
-		k := s.nextTool
-		s.nextTool++
-		s.toolIndex[data.Index] = k
-		call := hubToolCall{Index: &k, ID: data.ContentBlock.ID, Type: "function",
-			Function: hubFunction{Name: data.ContentBlock.Name}}
-		return append(s.start(out), s.chunk(hubDelta{ToolCalls: []hubToolCall{call}}, nil)), nil
-	case "content_block_delta":
-		return s.blockDelta(out, &data)
-	case "message_delta":
-		data.Usage.addTo(&s.raw)
-		if s.finishSent {
-			return out, nil
-		}
-		var stopReason *string
-		if data.Delta != nil {
-			stopReason = data.Delta.StopReason
-		}
-		return s.finishChunk(out, anthropicFinishReason(stopReason)), nil
-	}
-	e := anthropicStreamError(data.Error)
-	e.upstream = embedUpstreamBody(ev.data)
-	return out, e
-}
-
-// start appends the role chunk to out unless that already went out.
-func (s *anthropicStream) start(out []streamPayload) []streamPayload {
-	if s.started {
-		return out
-	}
-	s.started = true
-	empty := ""
-	return append(out, s.chunk(hubDelta{Role: "assistant", Content: &empty}, nil))
-}
-
-func (s *anthropicStream) blockDelta(out []streamPayload, data *anthropicWireEvent) ([]streamPayload, *apiError) {
-	if data.Delta == nil {
-		return out, anthropicBadResponse("content_block_delta event", nil)
-	}
-	switch data.Delta.Type {
-	case "text_delta":
-		if data.Delta.Text == "" {
-			return out, nil
-		}
-		text := data.Delta.Text
-		return append(s.start(out), s.chunk(hubDelta{Content: &text}, nil)), nil
-	case "input_json_delta":
-		k, ok := s.toolIndex[data.Index]
-		if !ok || data.Delta.PartialJSON == "" {
-			return out, nil
-		}
-		call := hubToolCall{Index: &k, Function: hubFunction{Arguments: data.Delta.PartialJSON}}
-		return append(s.start(out), s.chunk(hubDelta{ToolCalls: []hubToolCall{call}}, nil)), nil
-	}
-	return out, nil // thinking_delta, signature_delta, citations_delta
-}
-
-func (s *anthropicStream) finishChunk(out []streamPayload, reason string) []streamPayload {
-	s.finishSent = true
-	return append(s.start(out), s.chunk(hubDelta{}, &reason))
-}
-
-// stop ends the stream: the finish chunk if message_delta never sent
-// one, then the usage chunk when the client asked for it.
-func (s *anthropicStream) stop(out []streamPayload) []streamPayload {
-	if !s.finishSent {
-		out = s.finishChunk(out, "stop")
-	}
-	if s.tc.includeUsage {
-		out = append(out, hubUsagePayload(s.tc, s.id, newHubUsage(s.usage())))
-	}
-	s.stopped = true
-	return out
-}
-
-// chunk is the payload of a chunk carrying delta.
-func (s *anthropicStream) chunk(delta hubDelta, finish *string) streamPayload {
-	return hubDeltaPayload(s.tc, s.id, delta, finish)
-}
-
-func (s *anthropicStream) finish(out []streamPayload) ([]streamPayload, *apiError) {
-	if s.stopped {
-		return out, nil
-	}
-	return out, newError(http.StatusBadGateway, "server_error", "upstream_stream_truncated",
-		"stream from anthropic-type provider ended before message_stop")
-}
-
-func (s *anthropicStream) usage() usage {
-	return anthropicUsageTotals(s.raw)
 }

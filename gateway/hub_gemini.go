@@ -5,11 +5,19 @@ import (
 	"net/http"
 )
 
-// Gemini (v1beta) translation: OpenAI-shaped chat, embeddings and image
+// Hub ⇄ Gemini (v1beta): OpenAI-shaped chat, embeddings and image
 // requests to generateContent / streamGenerateContent?alt=sse /
 // embedContent / batchEmbedContents / Imagen predict, and back. The
 // pipeline builds the URLs; the model lives there, not in the bodies
 // (except embeddings, where every request names "models/<id>").
+//
+// Files: hub_gemini_request.go (entry point, generationConfig),
+// hub_gemini_messages.go and hub_gemini_parts.go (the conversation),
+// hub_gemini_tools.go and hub_gemini_schema.go (tools), then
+// hub_gemini_response.go and hub_gemini_stream.go (answers),
+// hub_gemini_media.go (embeddings, images); the Gemini shapes are in
+// hub_gemini_wire.go. This file describes the mapping and holds the
+// errors they share.
 //
 // Chat request mapping (geminiChatRequest):
 //
@@ -18,10 +26,11 @@ import (
 //     "model", tool → a functionResponse part in a "user" turn.
 //     Consecutive turns of the same role are merged. Empty text is
 //     skipped, and a turn left with no parts is dropped.
-//   - Parts: text; image_url data: URLs → inlineData, http(s) URLs →
-//     fileData with a MIME type guessed from the path's extension
-//     (image/jpeg when unknown); input_audio (wav, mp3) → inlineData;
-//     file.file_data → inlineData (file_id is a 400: an OpenAI file id
+//   - Parts: text; image_url data: URLs (parseDataURL) → inlineData,
+//     http(s) URLs → fileData with a MIME type guessed from the path's
+//     extension (image/jpeg when unknown); input_audio (wav, mp3) →
+//     inlineData; file.file_data (a data URL, or base64 with a filename
+//     of a known type) → inlineData (file_id is a 400: an OpenAI file id
 //     means nothing to Gemini); an assistant refusal part → text.
 //     image_url.detail is dropped (Gemini has no per-image detail).
 //   - Assistant tool_calls → functionCall {name, args}; arguments must
@@ -67,7 +76,8 @@ import (
 // (inline images, executable code) are dropped; functionCall parts
 // become tool_calls with ids "call_<base>_<n>" (base = responseId, or
 // the fallback id without "chatcmpl-"), or Gemini's own id when it sends
-// one. A prompt blocked before generation (promptFeedback.blockReason,
+// one; a call's thought signature rides in its id (geminiSignatureMark)
+// and returns to Gemini with the call in the next request. A prompt blocked before generation (promptFeedback.blockReason,
 // no candidates) becomes one choice with empty content and
 // finish_reason "content_filter". finishReason: STOP → stop (tool_calls
 // when the candidate called a function), MAX_TOKENS → length,
@@ -90,13 +100,14 @@ import (
 // without any finishReason is a 502 upstream_stream_truncated. Only
 // candidate 0 is streamed (n > 1 with stream is refused).
 
-// ---------------------------------------------------------------------
-// Errors
-
+// geminiUnsupported is the 400 for a meaningful parameter Gemini cannot
+// express.
 func geminiUnsupported(msg string) *apiError {
 	return errBadRequest("unsupported_parameter", msg)
 }
 
+// geminiBadResponse is the 502 for a Gemini answer that does not parse;
+// cause is logged, never sent.
 func geminiBadResponse(cause error) *apiError {
 	e := newError(http.StatusBadGateway, "server_error", "upstream_bad_response",
 		"the gemini upstream returned a response the gateway could not parse")

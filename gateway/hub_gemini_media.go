@@ -11,7 +11,8 @@ import (
 	"strings"
 )
 
-// Embeddings (embedContent / batchEmbedContents) and Imagen (predict).
+// Hub embeddings and images/generations ⇄ Gemini embedContent /
+// batchEmbedContents and Imagen predict.
 
 // geminiEmbedRequest translates an OpenAI embeddings request into an
 // :embedContent body (a string input) or a :batchEmbedContents body (an
@@ -23,6 +24,8 @@ func geminiEmbedRequest(body []byte, upstreamModel string) (out []byte, batch bo
 	return geminiBuildEmbedRequest(body, upstreamModel)
 }
 
+// geminiBuildEmbedRequest is geminiEmbedRequest with unnamed results
+// (see geminiChatRequest).
 func geminiBuildEmbedRequest(body []byte, upstreamModel string) ([]byte, bool, *apiError) {
 	top, e := decodeRequestObject(body)
 	if e != nil {
@@ -189,6 +192,8 @@ func geminiImageRequest(body []byte) (out []byte, e *apiError) {
 	return geminiBuildImageRequest(body)
 }
 
+// geminiBuildImageRequest is geminiImageRequest with unnamed results
+// (see geminiChatRequest).
 func geminiBuildImageRequest(body []byte) ([]byte, *apiError) {
 	top, e := decodeRequestObject(body)
 	if e != nil {
@@ -259,7 +264,7 @@ func geminiBuildImageRequest(body []byte) ([]byte, *apiError) {
 }
 
 // geminiImageResponse translates an Imagen :predict response into
-// OpenAI's {"created","data":[{"b64_json"}]}. Predictions Imagen
+// the hub's {"created","data":[{"b64_json"}]}. Predictions Imagen
 // filtered (no image bytes) are skipped; when nothing is left the
 // request was blocked, a 400 content_policy_violation.
 func geminiImageResponse(body []byte, created int64) ([]byte, *apiError) {

@@ -96,6 +96,7 @@ func (c *geminiConversation) systemMessage(m map[string]json.RawMessage, where s
 	return nil
 }
 
+// userMessage converts a user message into a "user" turn.
 func (c *geminiConversation) userMessage(m map[string]json.RawMessage, where string) *apiError {
 	if isJSONNull(m["content"]) {
 		return errInvalidRequest(`"` + where + `.content" is required`)

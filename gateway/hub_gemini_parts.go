@@ -6,7 +6,8 @@ import (
 	"strings"
 )
 
-// Message content: parts, tool calls and tool outputs.
+// The parts of one OpenAI message → Gemini parts: content (text, images,
+// audio, files), an assistant's tool calls and a tool message's output.
 
 // geminiContentParts converts a message's content. User messages may carry
 // image, audio and file parts, assistant messages refusal parts, system
@@ -117,6 +118,8 @@ func geminiMimeTypeFromPath(p string) string {
 	return ""
 }
 
+// geminiImagePart converts an image_url: a base64 data URL to inline
+// data, an http(s) URL to file data Gemini fetches.
 func geminiImagePart(raw json.RawMessage, where string) (geminiWirePart, *apiError) {
 	obj, ok := parseJSONObject(raw)
 	if !ok {
@@ -144,6 +147,7 @@ func geminiImagePart(raw json.RawMessage, where string) (geminiWirePart, *apiErr
 	return geminiWirePart{}, errInvalidRequest(`"` + where + `.image_url.url" must be a base64 data URL or an http(s) URL`)
 }
 
+// geminiAudioPart converts input_audio (wav or mp3) to inline data.
 func geminiAudioPart(raw json.RawMessage, where string) (geminiWirePart, *apiError) {
 	obj, ok := parseJSONObject(raw)
 	if !ok {
@@ -172,6 +176,8 @@ func geminiAudioPart(raw json.RawMessage, where string) (geminiWirePart, *apiErr
 	return geminiWirePart{InlineData: &geminiWireBlob{MimeType: mime, Data: data}}, nil
 }
 
+// geminiFilePart converts a file part's file_data (a base64 data URL,
+// or bare base64 with a filename of a known type) to inline data.
 func geminiFilePart(raw json.RawMessage, where string) (geminiWirePart, *apiError) {
 	obj, ok := parseJSONObject(raw)
 	if !ok {
@@ -206,7 +212,10 @@ func geminiFilePart(raw json.RawMessage, where string) (geminiWirePart, *apiErro
 	return geminiWirePart{InlineData: &geminiWireBlob{MimeType: mime, Data: data}}, nil
 }
 
-// geminiFunctionCallParts converts tool_calls and records id → name.
+// geminiFunctionCallParts converts an assistant's tool_calls into
+// functionCall parts (arguments must be a JSON object), restores each
+// call's thought signature from its id, and records the function name of
+// each id in names.
 func geminiFunctionCallParts(raw json.RawMessage, where string, names map[string]string) ([]geminiWirePart, *apiError) {
 	if isJSONNull(raw) {
 		return nil, nil
@@ -315,6 +324,3 @@ func geminiToolOutput(raw json.RawMessage, where string) (json.RawMessage, *apiE
 	}
 	return quoteJSON(text), nil
 }
-
-// ---------------------------------------------------------------------
-// JSON Schema → Gemini Schema (OpenAPI 3.0 subset)

@@ -6,7 +6,8 @@ import (
 	"strings"
 )
 
-// JSON Schema → Gemini's schema subset.
+// JSON Schema → Gemini's Schema (an OpenAPI 3.0 subset), for function
+// parameters and json_schema response formats.
 
 // geminiEmptyObjectSchema reports whether a parameters schema is an object
 // that declares no properties (Gemini rejects an OBJECT without
@@ -45,6 +46,9 @@ func geminiEmptyObjectSchema(raw json.RawMessage) bool {
 	return isObject
 }
 
+// geminiSchemaType reads a schema's type: a type name, or a list of one
+// type name and "null". It returns the upper-cased Gemini type, whether
+// the list allowed null, and false for anything else.
 func geminiSchemaType(raw json.RawMessage) (string, bool, bool) {
 	upper := func(t string) string {
 		switch t {
