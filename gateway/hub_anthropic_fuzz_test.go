@@ -120,7 +120,7 @@ func FuzzAnthropicStream(f *testing.F) {
 				break
 			}
 			chunk, e := translateEvent(tr, ev)
-			checkAnthropicFraming(t, chunk)
+			checkHubFraming(t, chunk)
 			out = append(out, chunk...)
 			if e != nil {
 				if e.status != 502 || e.code == "" || len(chunk) != 0 && bytes.Contains(chunk, sseDone) {
@@ -131,7 +131,7 @@ func FuzzAnthropicStream(f *testing.F) {
 		}
 		if !ended {
 			tail, e := translateFinish(tr)
-			checkAnthropicFraming(t, tail)
+			checkHubFraming(t, tail)
 			out = append(out, tail...)
 			done := bytes.HasSuffix(out, sseDone)
 			if (e == nil) != done {
@@ -145,21 +145,4 @@ func FuzzAnthropicStream(f *testing.F) {
 			t.Fatalf("events after [DONE]: %q", out[i:])
 		}
 	})
-}
-
-// checkAnthropicFraming fails unless out is a sequence of complete
-// "data: <payload>\n\n" events whose payload is JSON or [DONE].
-func checkAnthropicFraming(t *testing.T, out []byte) {
-	t.Helper()
-	for len(out) > 0 {
-		end := bytes.Index(out, []byte("\n\n"))
-		if end < 0 || !bytes.HasPrefix(out, []byte("data: ")) {
-			t.Fatalf("badly framed output: %q", out)
-		}
-		payload := out[len("data: "):end]
-		if bytes.IndexByte(payload, '\n') >= 0 || (string(payload) != "[DONE]" && !json.Valid(payload)) {
-			t.Fatalf("bad event payload: %q", payload)
-		}
-		out = out[end+2:]
-	}
 }

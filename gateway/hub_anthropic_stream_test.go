@@ -80,7 +80,6 @@ type anthropicAccumulated struct {
 	finish      string
 	finishes    int
 	usage       *hubUsage
-	usageLast   bool // the usage chunk came after every choice chunk
 	done        int
 	errorCode   string
 	objects     map[string]bool
@@ -92,19 +91,9 @@ type anthropicAccumulated struct {
 func accumulateAnthropicOutput(t *testing.T, out []byte) anthropicAccumulated {
 	t.Helper()
 	acc := anthropicAccumulated{ids: map[string]bool{}, models: map[string]bool{}, objects: map[string]bool{}, created: map[int64]bool{}}
-	if len(out) > 0 && !bytes.HasSuffix(out, []byte("\n\n")) {
-		t.Fatalf("output does not end with a blank line: %q", out)
-	}
-	events := strings.Split(strings.TrimSuffix(string(out), "\n\n"), "\n\n")
-	for i := 0; i < len(events); i++ {
-		ev := events[i]
-		if ev == "" && len(out) == 0 {
-			continue
-		}
-		if !strings.HasPrefix(ev, "data: ") || strings.Contains(ev, "\n") {
-			t.Fatalf("event %d is not one data line: %q", i, ev)
-		}
-		payload := ev[len("data: "):]
+	payloads := hubTestPayloads(t, out)
+	for i := 0; i < len(payloads); i++ {
+		payload := payloads[i]
 		if acc.done > 0 || acc.errorCode != "" {
 			t.Fatalf("event %d after the end of the stream: %q", i, payload)
 		}
@@ -112,18 +101,7 @@ func accumulateAnthropicOutput(t *testing.T, out []byte) anthropicAccumulated {
 			acc.done++
 			continue
 		}
-		var chunk struct {
-			ID      string          `json:"id"`
-			Object  string          `json:"object"`
-			Created int64           `json:"created"`
-			Model   string          `json:"model"`
-			Choices json.RawMessage `json:"choices"`
-			Usage   *hubUsage
-			Error   *struct {
-				Type string `json:"type"`
-				Code string `json:"code"`
-			} `json:"error"`
-		}
+		var chunk hubTestChunk
 		if err := json.Unmarshal([]byte(payload), &chunk); err != nil {
 			t.Fatalf("event %d: %v: %s", i, err, payload)
 		}
@@ -131,80 +109,80 @@ func accumulateAnthropicOutput(t *testing.T, out []byte) anthropicAccumulated {
 			acc.errorCode = chunk.Error.Code
 			continue
 		}
-		acc.ids[chunk.ID] = true
-		acc.models[chunk.Model] = true
-		acc.objects[chunk.Object] = true
-		acc.created[chunk.Created] = true
-		var choices []struct {
-			Index int `json:"index"`
-			Delta struct {
-				Role      *string `json:"role"`
-				Content   *string `json:"content"`
-				ToolCalls []struct {
-					Index    *int   `json:"index"`
-					ID       string `json:"id"`
-					Type     string `json:"type"`
-					Function struct {
-						Name      string  `json:"name"`
-						Arguments *string `json:"arguments"`
-					} `json:"function"`
-				} `json:"tool_calls"`
-			} `json:"delta"`
-			FinishReason *string `json:"finish_reason"`
-		}
-		if err := json.Unmarshal(chunk.Choices, &choices); err != nil || string(chunk.Choices) == "null" {
-			t.Fatalf("event %d: choices %s: %v", i, chunk.Choices, err)
-		}
-		if chunk.Usage != nil {
-			if len(choices) != 0 || acc.usage != nil {
-				t.Fatalf("event %d: usage must come once, in a chunk with no choices", i)
-			}
-			acc.usage = chunk.Usage
-			acc.usageLast = true
-			continue
-		}
-		if len(choices) != 1 || choices[0].Index != 0 {
-			t.Fatalf("event %d: want exactly choice 0: %s", i, chunk.Choices)
-		}
-		d := choices[0].Delta
-		if d.Role != nil {
-			if acc.role != "" || *d.Role != "assistant" {
-				t.Fatalf("event %d: role %q repeated or wrong", i, *d.Role)
-			}
-			acc.role = *d.Role
-		} else if acc.role == "" {
-			t.Fatalf("event %d: the first chunk must carry the role", i)
-		}
-		if d.Content != nil {
-			acc.content += *d.Content
-		}
-		for j := 0; j < len(d.ToolCalls); j++ {
-			call := d.ToolCalls[j]
-			if call.Index == nil {
-				t.Fatalf("event %d: tool call without index", i)
-			}
-			k := *call.Index
-			switch {
-			case k == len(acc.tools):
-				if call.ID == "" || call.Type != "function" || call.Function.Name == "" || call.Function.Arguments == nil {
-					t.Fatalf("event %d: first fragment of tool %d needs id, type, name and arguments", i, k)
-				}
-				acc.tools = append(acc.tools, anthropicAccumulatedTool{id: call.ID, name: call.Function.Name, arguments: *call.Function.Arguments})
-			case k < len(acc.tools):
-				if call.ID != "" || call.Function.Name != "" || call.Function.Arguments == nil || *call.Function.Arguments == "" {
-					t.Fatalf("event %d: later fragment of tool %d must carry only arguments", i, k)
-				}
-				acc.tools[k].arguments += *call.Function.Arguments
-			default:
-				t.Fatalf("event %d: tool index %d skips ahead", i, k)
-			}
-		}
-		if choices[0].FinishReason != nil {
-			acc.finish = *choices[0].FinishReason
-			acc.finishes++
-		}
+		acc.addChunk(t, i, &chunk)
 	}
 	return acc
+}
+
+// addChunk folds one chunk in: the usage chunk (once, with no choices,
+// after every choice chunk) or a chunk of exactly choice 0.
+func (acc *anthropicAccumulated) addChunk(t *testing.T, i int, chunk *hubTestChunk) {
+	t.Helper()
+	acc.ids[chunk.ID] = true
+	acc.models[chunk.Model] = true
+	acc.objects[chunk.Object] = true
+	acc.created[chunk.Created] = true
+	if chunk.Choices == nil {
+		t.Fatalf("event %d: choices null or absent", i)
+	}
+	if !isJSONNull(chunk.Usage) {
+		var u hubUsage
+		if err := json.Unmarshal(chunk.Usage, &u); err != nil || len(chunk.Choices) != 0 || acc.usage != nil {
+			t.Fatalf("event %d: usage must come once, in a chunk with no choices (%v)", i, err)
+		}
+		acc.usage = &u
+		return
+	}
+	if acc.usage != nil {
+		t.Fatalf("event %d: a choice chunk after the usage chunk", i)
+	}
+	if len(chunk.Choices) != 1 || chunk.Choices[0].Index != 0 {
+		t.Fatalf("event %d: want exactly choice 0: %+v", i, chunk.Choices)
+	}
+	d := chunk.Choices[0].Delta
+	if d.Role != nil {
+		if acc.role != "" || *d.Role != "assistant" {
+			t.Fatalf("event %d: role %q repeated or wrong", i, *d.Role)
+		}
+		acc.role = *d.Role
+	} else if acc.role == "" {
+		t.Fatalf("event %d: the first chunk must carry the role", i)
+	}
+	if d.Content != nil {
+		acc.content += *d.Content
+	}
+	for j := 0; j < len(d.ToolCalls); j++ {
+		acc.addToolFragment(t, i, &d.ToolCalls[j])
+	}
+	if chunk.Choices[0].FinishReason != nil {
+		acc.finish = *chunk.Choices[0].FinishReason
+		acc.finishes++
+	}
+}
+
+// addToolFragment folds one tool call fragment in: the first of a call
+// has its id, type, name and (possibly empty) arguments, the later ones
+// only more arguments.
+func (acc *anthropicAccumulated) addToolFragment(t *testing.T, i int, call *hubTestToolCall) {
+	t.Helper()
+	if call.Index == nil {
+		t.Fatalf("event %d: tool call without index", i)
+	}
+	k := *call.Index
+	switch {
+	case k == len(acc.tools):
+		if call.ID == "" || call.Type != "function" || call.Function.Name == "" || call.Function.Arguments == nil {
+			t.Fatalf("event %d: first fragment of tool %d needs id, type, name and arguments", i, k)
+		}
+		acc.tools = append(acc.tools, anthropicAccumulatedTool{id: call.ID, name: call.Function.Name, arguments: *call.Function.Arguments})
+	case k < len(acc.tools):
+		if call.ID != "" || call.Function.Name != "" || call.Function.Arguments == nil || *call.Function.Arguments == "" {
+			t.Fatalf("event %d: later fragment of tool %d must carry only arguments", i, k)
+		}
+		acc.tools[k].arguments += *call.Function.Arguments
+	default:
+		t.Fatalf("event %d: tool index %d skips ahead", i, k)
+	}
 }
 
 func TestAnthropicStreamSemantics(t *testing.T) {

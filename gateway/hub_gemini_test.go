@@ -1,428 +1,126 @@
 package gateway
 
 import (
-	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// geminiTestContext is the fixed context every Gemini golden is
-// produced with.
-func geminiTestContext() translateContext {
-	return translateContext{requestedModel: "gemini-alias", upstreamModel: "gemini-2.5-flash",
-		created: 1700000000, idFallback: "chatcmpl-test", includeUsage: true}
-}
-
-// runGeminiStream is runStream with the Gemini translator.
-func runGeminiStream(input []byte, tc translateContext) []byte {
-	return runStream(input, newGeminiStream(tc))
-}
-
-// ---------------------------------------------------------------------
-// A client-side accumulator with openai-go's ChatCompletionAccumulator
-// semantics: one id for every chunk, content concatenated, tool calls
-// keyed by index (id/type/name from the first fragment, arguments
-// concatenated), the last finish_reason, the usage chunk.
-
-type geminiAccumulatedCall struct {
-	id, name, args string
-}
-
-type geminiAccumulated struct {
-	id, model  string
-	role       string
-	content    string
-	calls      []geminiAccumulatedCall
-	finish     string
-	usage      map[string]interface{}
-	done       bool
-	errCode    string
-	errMessage string
-}
-
-type geminiTestChunk struct {
-	ID      string `json:"id"`
-	Object  string `json:"object"`
-	Created int64  `json:"created"`
-	Model   string `json:"model"`
-	Choices []struct {
-		Index int `json:"index"`
-		Delta struct {
-			Role      string  `json:"role"`
-			Content   *string `json:"content"`
-			ToolCalls []struct {
-				Index    *int   `json:"index"`
-				ID       string `json:"id"`
-				Type     string `json:"type"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
-		} `json:"delta"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage map[string]interface{} `json:"usage"`
-	Error *struct {
-		Message string `json:"message"`
-		Code    string `json:"code"`
-	} `json:"error"`
-}
-
-func accumulateGemini(t *testing.T, out []byte) geminiAccumulated {
-	t.Helper()
-	var res geminiAccumulated
-	if !bytes.HasSuffix(out, []byte("\n\n")) {
-		t.Fatalf("stream does not end with a blank line: %q", out)
-	}
-	events := strings.Split(strings.TrimSuffix(string(out), "\n\n"), "\n\n")
-	for i := 0; i < len(events); i++ {
-		ev := events[i]
-		if !strings.HasPrefix(ev, "data: ") || strings.Contains(ev, "\n") {
-			t.Fatalf("event %d is not one data line: %q", i, ev)
-		}
-		payload := strings.TrimPrefix(ev, "data: ")
-		if res.done {
-			t.Fatalf("event after [DONE]: %q", ev)
-		}
-		if payload == "[DONE]" {
-			res.done = true
-			continue
-		}
-		var c geminiTestChunk
-		if err := json.Unmarshal([]byte(payload), &c); err != nil {
-			t.Fatalf("event %d is not JSON: %v: %s", i, err, payload)
-		}
-		if c.Error != nil {
-			if i != len(events)-1 {
-				t.Fatalf("error event is not last")
-			}
-			res.errCode = c.Error.Code
-			res.errMessage = c.Error.Message
-			continue
-		}
-		if c.Object != "chat.completion.chunk" || c.Created != 1700000000 || c.Model != "gemini-alias" {
-			t.Fatalf("chunk %d header: %s", i, payload)
-		}
-		if res.id == "" {
-			res.id = c.ID
-		} else if res.id != c.ID {
-			t.Fatalf("chunk id changed from %q to %q", res.id, c.ID)
-		}
-		if c.Usage != nil {
-			if len(c.Choices) != 0 || res.usage != nil {
-				t.Fatalf("usage chunk must have no choices and come once: %s", payload)
-			}
-			res.usage = c.Usage
-		}
-		for j := 0; j < len(c.Choices); j++ {
-			ch := c.Choices[j]
-			if ch.Index != 0 {
-				t.Fatalf("choice index %d", ch.Index)
-			}
-			if res.finish != "" {
-				t.Fatalf("chunk after finish_reason: %s", payload)
-			}
-			if ch.Delta.Role != "" {
-				res.role = ch.Delta.Role
-			}
-			if ch.Delta.Content != nil {
-				res.content += *ch.Delta.Content
-			}
-			for k := 0; k < len(ch.Delta.ToolCalls); k++ {
-				tc := ch.Delta.ToolCalls[k]
-				if tc.Index == nil {
-					t.Fatalf("tool call delta without index: %s", payload)
-				}
-				idx := *tc.Index
-				if idx == len(res.calls) {
-					if tc.ID == "" || tc.Type != "function" || tc.Function.Name == "" {
-						t.Fatalf("first tool call fragment lacks id/type/name: %s", payload)
-					}
-					res.calls = append(res.calls, geminiAccumulatedCall{id: tc.ID, name: tc.Function.Name})
-				} else if idx > len(res.calls) || idx < 0 {
-					t.Fatalf("tool call index %d out of order", idx)
-				}
-				res.calls[idx].args += tc.Function.Arguments
-			}
-			if ch.FinishReason != nil {
-				res.finish = *ch.FinishReason
-			}
-		}
-	}
-	return res
-}
-
-var geminiStreamCases = []struct {
-	name    string
-	id      string
-	content string
-	calls   []geminiAccumulatedCall
-	finish  string
-	usage   string // compact JSON of the usage chunk
-	errCode string
-	errHas  string
+// geminiRequestCases are OpenAI requests and the Gemini request each
+// translates to.
+var geminiRequestCases = []struct {
+	name   string
+	body   string
+	want   string
+	stream bool
 }{
-	{name: "text", id: "chatcmpl-mD9dZ3qZ", content: "18 °C in <Paris> & \"France\".", finish: "stop",
-		usage: `{"completion_tokens":8,"completion_tokens_details":{"reasoning_tokens":0},"prompt_tokens":410,"prompt_tokens_details":{"cached_tokens":0},"total_tokens":418}`},
-	{name: "function_calls", id: "chatcmpl-test", content: "Checking both.", finish: "tool_calls",
-		calls: []geminiAccumulatedCall{
-			{id: "call_test_0_tsig_c2lnbmF0dXJlLTE", name: "get_weather", args: `{"city":"Paris","units":"metric"}`},
-			{id: "call_test_1", name: "get_time", args: `{"tz":"Europe/Paris"}`},
-		},
-		usage: `{"completion_tokens":31,"completion_tokens_details":{"reasoning_tokens":0},"prompt_tokens":52,"prompt_tokens_details":{"cached_tokens":0},"total_tokens":83}`},
-	{name: "thoughts", id: "chatcmpl-th0ught5", content: "The answer is 4.", finish: "stop",
-		usage: `{"completion_tokens":101,"completion_tokens_details":{"reasoning_tokens":96},"prompt_tokens":1200,"prompt_tokens_details":{"cached_tokens":1024},"total_tokens":1301}`},
-	{name: "usage_final", id: "chatcmpl-u5age", content: "Hello world", finish: "length",
-		usage: `{"completion_tokens":5,"completion_tokens_details":{"reasoning_tokens":3},"prompt_tokens":7,"prompt_tokens_details":{"cached_tokens":0},"total_tokens":12}`},
-	{name: "prompt_blocked", id: "chatcmpl-bl0ck", content: "", finish: "content_filter",
-		usage: `{"completion_tokens":0,"completion_tokens_details":{"reasoning_tokens":0},"prompt_tokens":15,"prompt_tokens_details":{"cached_tokens":0},"total_tokens":15}`},
-	{name: "safety_stop", id: "chatcmpl-saf3", content: "I can start", finish: "content_filter",
-		usage: `{"completion_tokens":3,"completion_tokens_details":{"reasoning_tokens":0},"prompt_tokens":20,"prompt_tokens_details":{"cached_tokens":0},"total_tokens":23}`},
-	{name: "error_midstream", id: "chatcmpl-err0r", content: "Once upon",
-		errCode: "upstream_error", errHas: "UNAVAILABLE: The model is overloaded."},
-	{name: "truncated", id: "chatcmpl-trunc", content: "Once upon a time",
-		errCode: "upstream_stream_truncated", errHas: "ended before a finish reason"},
+	{name: "roles, hoisted system, merging, generation config",
+		body: `{"model":"g","messages":[{"role":"system","content":"Be terse."},{"role":"user","content":"Hi"},` +
+			`{"role":"developer","content":[{"type":"text","text":"Use metric."}]},{"role":"user","content":[{"type":"text","text":"Weather?"}]},` +
+			`{"role":"assistant","content":"Where?"},{"role":"user","content":"Paris <3","name":"bob"}],` +
+			`"temperature":0.20,"top_p":1,"max_completion_tokens":512,"max_tokens":99,"stop":["END","STOP"],"n":2,` +
+			`"presence_penalty":0.5,"frequency_penalty":0,"seed":42,"user":"u1","metadata":{"a":"b"},"store":false,` +
+			`"service_tier":"auto","prediction":{"type":"content","content":"x"},"logprobs":false,"top_logprobs":0,"logit_bias":{},` +
+			`"modalities":["text"],"verbosity":"medium","stream_options":{"include_usage":true},"unknown_field":1}`,
+		want: `{"systemInstruction":{"parts":[{"text":"Be terse."},{"text":"Use metric."}]},"contents":[` +
+			`{"role":"user","parts":[{"text":"Hi"},{"text":"Weather?"}]},{"role":"model","parts":[{"text":"Where?"}]},` +
+			`{"role":"user","parts":[{"text":"Paris <3"}]}],"generationConfig":{"stopSequences":["END","STOP"],` +
+			`"candidateCount":2,"maxOutputTokens":512,"temperature":0.20,"topP":1,"seed":42,"presencePenalty":0.5}}`},
+	{name: "media parts, max_tokens, stop string, stream", stream: true,
+		body: `{"model":"g","stream":true,"messages":[{"role":"user","content":[{"type":"text","text":"What is this?"},` +
+			`{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo=","detail":"high"}},` +
+			`{"type":"image_url","image_url":{"url":"https://example.com/a/cat.webp?x=1"}},` +
+			`{"type":"image_url","image_url":{"url":"https://example.com/photo"}},` +
+			`{"type":"input_audio","input_audio":{"data":"UklGRg==","format":"wav"}},` +
+			`{"type":"input_audio","input_audio":{"data":"SUQz","format":"mp3"}},` +
+			`{"type":"file","file":{"file_data":"data:application/pdf;base64,JVBERi0=","filename":"a.pdf"}},` +
+			`{"type":"file","file":{"file_data":"JVBERi0=","filename":"b.PDF"}}]}],"max_tokens":100,"stop":"END","n":1}`,
+		want: `{"contents":[{"role":"user","parts":[{"text":"What is this?"},{"inlineData":{"mimeType":"image/png","data":"iVBORw0KGgo="}},` +
+			`{"fileData":{"mimeType":"image/webp","fileUri":"https://example.com/a/cat.webp?x=1"}},` +
+			`{"fileData":{"mimeType":"image/jpeg","fileUri":"https://example.com/photo"}},` +
+			`{"inlineData":{"mimeType":"audio/wav","data":"UklGRg=="}},{"inlineData":{"mimeType":"audio/mp3","data":"SUQz"}},` +
+			`{"inlineData":{"mimeType":"application/pdf","data":"JVBERi0="}},{"inlineData":{"mimeType":"application/pdf","data":"JVBERi0="}}]}],` +
+			`"generationConfig":{"stopSequences":["END"],"candidateCount":1,"maxOutputTokens":100}}`},
+	{name: "tool history, schemas, required",
+		body: `{"model":"g","messages":[{"role":"user","content":"Weather in Paris and time?"},` +
+			`{"role":"assistant","content":null,"tool_calls":[{"id":"call_a","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Paris\"}"}},` +
+			`{"id":"call_b","type":"function","function":{"name":"get_time","arguments":""}}]},` +
+			`{"role":"tool","tool_call_id":"call_a","content":"{\"temp_c\":18}"},` +
+			`{"role":"tool","tool_call_id":"call_b","content":[{"type":"text","text":"12:00"}]},{"role":"user","content":"Thanks"}],` +
+			`"tools":[{"type":"function","function":{"name":"get_weather","description":"Current weather","strict":true,"parameters":` +
+			`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"city":{"type":"string","description":"City"},` +
+			`"units":{"type":["string","null"],"enum":["metric","imperial"]},"days":{"type":"integer","format":"int32","minimum":1},` +
+			`"tags":{"type":"array","items":{"type":"string","format":"uri"}}},"required":["city"],"additionalProperties":false}}},` +
+			`{"type":"function","function":{"name":"get_time","parameters":{"type":"object","properties":{ },"required":[ ],"additionalProperties":false}}},` +
+			`{"type":"function","function":{"name":"lookup","parameters":{"type":"object","properties":{"item":{"$ref":"#/$defs/Item"}},"$defs":{"Item":{"type":"string"}}}}}],` +
+			`"tool_choice":"required","parallel_tool_calls":true}`,
+		want: `{"contents":[{"role":"user","parts":[{"text":"Weather in Paris and time?"}]},` +
+			`{"role":"model","parts":[{"functionCall":{"name":"get_weather","args":{"city":"Paris"}}},{"functionCall":{"name":"get_time","args":{}}}]},` +
+			`{"role":"user","parts":[{"functionResponse":{"name":"get_weather","response":{"output":{"temp_c":18}}}},` +
+			`{"functionResponse":{"name":"get_time","response":{"output":"12:00"}}},{"text":"Thanks"}]}],` +
+			`"tools":[{"functionDeclarations":[{"name":"get_weather","description":"Current weather","parameters":{"type":"OBJECT","properties":` +
+			`{"city":{"type":"STRING","description":"City"},"units":{"type":"STRING","nullable":true,"enum":["metric","imperial"]},` +
+			`"days":{"type":"INTEGER","format":"int32","minimum":1},"tags":{"type":"ARRAY","items":{"type":"STRING"}}},"required":["city"]}},` +
+			`{"name":"get_time"},{"name":"lookup","parametersJsonSchema":{"type":"object","properties":{"item":{"$ref":"#/$defs/Item"}},"$defs":{"Item":{"type":"string"}}}}]}],` +
+			`"toolConfig":{"functionCallingConfig":{"mode":"ANY"}}}`},
+	{name: "a reused tool call id maps to the latest call; assistant refusal and text with calls",
+		body: `{"model":"g","messages":[{"role":"user","content":"go"},` +
+			`{"role":"assistant","tool_calls":[{"id":"call_0","function":{"name":"first","arguments":"{}"}}]},` +
+			`{"role":"tool","tool_call_id":"call_0","content":"[1,2]"},` +
+			`{"role":"assistant","content":[{"type":"text","text":"Again."},{"type":"refusal","refusal":"No."}],"tool_calls":[{"id":"call_0","type":"function","function":{"name":"second","arguments":" {\"a\":1} "}}]},` +
+			`{"role":"tool","tool_call_id":"call_0","content":" {\"ok\": true} "}],"tools":[{"type":"function","function":{"name":"first"}},{"type":"function","function":{"name":"second"}}]}`,
+		want: `{"contents":[{"role":"user","parts":[{"text":"go"}]},{"role":"model","parts":[{"functionCall":{"name":"first","args":{}}}]},` +
+			`{"role":"user","parts":[{"functionResponse":{"name":"first","response":{"output":"[1,2]"}}}]},` +
+			`{"role":"model","parts":[{"text":"Again."},{"text":"No."},{"functionCall":{"name":"second","args":{"a":1}}}]},` +
+			`{"role":"user","parts":[{"functionResponse":{"name":"second","response":{"output":{"ok":true}}}}]}],` +
+			`"tools":[{"functionDeclarations":[{"name":"first"},{"name":"second"}]}]}`},
+	{name: "tool_choice auto",
+		body: `{"model":"g","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"a"}}],"tool_choice":"auto"}`,
+		want: `{"contents":[{"role":"user","parts":[{"text":"x"}]}],"tools":[{"functionDeclarations":[{"name":"a"}]}],"toolConfig":{"functionCallingConfig":{"mode":"AUTO"}}}`},
+	{name: "tool_choice none",
+		body: `{"model":"g","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"a"}}],"tool_choice":"none"}`,
+		want: `{"contents":[{"role":"user","parts":[{"text":"x"}]}],"tools":[{"functionDeclarations":[{"name":"a"}]}],"toolConfig":{"functionCallingConfig":{"mode":"NONE"}}}`},
+	{name: "tool_choice none or auto without tools is dropped",
+		body: `{"model":"g","messages":[{"role":"user","content":"x"}],"tool_choice":"none","tools":[],"parallel_tool_calls":false}`,
+		want: `{"contents":[{"role":"user","parts":[{"text":"x"}]}]}`},
+	{name: "tool_choice named function",
+		body: `{"model":"g","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"a"}},{"type":"function","function":{"name":"b"}}],"tool_choice":{"type":"function","function":{"name":"b"}}}`,
+		want: `{"contents":[{"role":"user","parts":[{"text":"x"}]}],"tools":[{"functionDeclarations":[{"name":"a"},{"name":"b"}]}],"toolConfig":{"functionCallingConfig":{"mode":"ANY","allowedFunctionNames":["b"]}}}`},
+	{name: "tool_choice allowed_tools auto narrows the declarations",
+		body: `{"model":"g","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"a"}},{"type":"function","function":{"name":"b"}},{"type":"function","function":{"name":"c"}}],` +
+			`"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"auto","tools":[{"type":"function","function":{"name":"c"}},{"type":"function","function":{"name":"a"}}]}}}`,
+		want: `{"contents":[{"role":"user","parts":[{"text":"x"}]}],"tools":[{"functionDeclarations":[{"name":"a"},{"name":"c"}]}],"toolConfig":{"functionCallingConfig":{"mode":"AUTO"}}}`},
+	{name: "tool_choice allowed_tools required",
+		body: `{"model":"g","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"a"}},{"type":"function","function":{"name":"b"}}],` +
+			`"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"required","tools":[{"type":"function","function":{"name":"b"}}]}}}`,
+		want: `{"contents":[{"role":"user","parts":[{"text":"x"}]}],"tools":[{"functionDeclarations":[{"name":"a"},{"name":"b"}]}],"toolConfig":{"functionCallingConfig":{"mode":"ANY","allowedFunctionNames":["b"]}}}`},
+	{name: "json_schema in the subset → responseSchema with propertyOrdering; reasoning_effort low",
+		body: `{"model":"g","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"answer","strict":true,"schema":` +
+			`{"type":"object","properties":{"zeta":{"type":"string"},"alpha":{"type":"number"},"nested":{"type":"object","properties":{"b":{"type":"boolean"},"a":{"type":"null"}},"required":["b"]}},` +
+			`"required":["zeta","alpha"],"additionalProperties":false}}},"reasoning_effort":"low"}`,
+		want: `{"contents":[{"role":"user","parts":[{"text":"x"}]}],"generationConfig":{"responseMimeType":"application/json","responseSchema":` +
+			`{"type":"OBJECT","properties":{"zeta":{"type":"STRING"},"alpha":{"type":"NUMBER"},"nested":{"type":"OBJECT","properties":{"b":{"type":"BOOLEAN"},"a":{"type":"NULL"}},` +
+			`"required":["b"],"propertyOrdering":["b","a"]}},"required":["zeta","alpha"],"propertyOrdering":["zeta","alpha","nested"]},"thinkingConfig":{"thinkingBudget":1024}}}`},
+	{name: "json_schema outside the subset → responseJsonSchema verbatim",
+		body: `{"model":"g","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"a","schema":{"type":"object","properties":{"v":{"oneOf":[{"type":"string"},{"type":"integer"}]}}}}}}`,
+		want: `{"contents":[{"role":"user","parts":[{"text":"x"}]}],"generationConfig":{"responseMimeType":"application/json","responseJsonSchema":{"type":"object","properties":{"v":{"oneOf":[{"type":"string"},{"type":"integer"}]}}}}}`},
+	{name: "json_object, reasoning none, response_format text",
+		body: `{"model":"g","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"},"reasoning_effort":"none"}`,
+		want: `{"contents":[{"role":"user","parts":[{"text":"x"}]}],"generationConfig":{"responseMimeType":"application/json","thinkingConfig":{"thinkingBudget":0}}}`},
+	{name: "reasoning medium and high, penalties, text format",
+		body: `{"model":"g","messages":[{"role":"user","content":"x"}],"reasoning_effort":"medium","response_format":{"type":"text"},"frequency_penalty":-0.5,"presence_penalty":0.0}`,
+		want: `{"contents":[{"role":"user","parts":[{"text":"x"}]}],"generationConfig":{"frequencyPenalty":-0.5,"thinkingConfig":{"thinkingBudget":8192}}}`},
+	{name: "reasoning high",
+		body: `{"model":"g","messages":[{"role":"user","content":"x"}],"reasoning_effort":"high","temperature":null,"stop":null,"n":null}`,
+		want: `{"contents":[{"role":"user","parts":[{"text":"x"}]}],"generationConfig":{"thinkingConfig":{"thinkingBudget":24576}}}`},
+	{name: "empty messages content is skipped",
+		body: `{"model":"g","messages":[{"role":"system","content":""},{"role":"user","content":""},{"role":"assistant","content":null},{"role":"user","content":[{"type":"text","text":""},{"type":"text","text":"hi"}]}]}`,
+		want: `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`},
 }
-
-func TestGeminiStreamGolden(t *testing.T) {
-	files, err := filepath.Glob("testdata/gemini/*.sse")
-	if err != nil || len(files) != len(geminiStreamCases) {
-		t.Fatalf("transcripts %v (%v), want %d", files, err, len(geminiStreamCases))
-	}
-	for i := 0; i < len(geminiStreamCases); i++ {
-		tc := geminiStreamCases[i]
-		t.Run(tc.name, func(t *testing.T) {
-			in, err := os.ReadFile("testdata/gemini/" + tc.name + ".sse")
-			if err != nil {
-				t.Fatal(err)
-			}
-			out := runGeminiStream(in, geminiTestContext())
-			checkGolden(t, "testdata/gemini/"+tc.name+".golden", out)
-
-			res := accumulateGemini(t, out)
-			if res.id != tc.id || res.role != "assistant" || res.content != tc.content || res.finish != tc.finish {
-				t.Errorf("id %q role %q content %q finish %q, want %q assistant %q %q",
-					res.id, res.role, res.content, res.finish, tc.id, tc.content, tc.finish)
-			}
-			if len(res.calls) != len(tc.calls) {
-				t.Fatalf("tool calls %+v, want %+v", res.calls, tc.calls)
-			}
-			for j := 0; j < len(tc.calls); j++ {
-				if res.calls[j] != tc.calls[j] {
-					t.Errorf("tool call %d = %+v, want %+v", j, res.calls[j], tc.calls[j])
-				}
-			}
-			if tc.errCode != "" {
-				if res.errCode != tc.errCode || !strings.Contains(res.errMessage, tc.errHas) || res.done || res.usage != nil {
-					t.Errorf("error %q %q done %v usage %v, want %q containing %q and no [DONE]/usage",
-						res.errCode, res.errMessage, res.done, res.usage, tc.errCode, tc.errHas)
-				}
-				return
-			}
-			if !res.done || res.errCode != "" {
-				t.Fatalf("done %v err %q", res.done, res.errCode)
-			}
-			got, _ := json.Marshal(res.usage)
-			if string(got) != tc.usage {
-				t.Errorf("usage %s, want %s", got, tc.usage)
-			}
-		})
-	}
-}
-
-// TestGeminiStreamUsage checks the translator's usage() and that no
-// usage chunk is sent without include_usage.
-func TestGeminiStreamUsage(t *testing.T) {
-	in, err := os.ReadFile("testdata/gemini/thoughts.sse")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc := geminiTestContext()
-	tc.includeUsage = false
-	reader := newSSEReader(bytes.NewReader(in), 1<<20)
-	tr := newGeminiStream(tc)
-	var out []byte
-	for {
-		ev, err := reader.next()
-		if err != nil {
-			break
-		}
-		b, e := translateEvent(tr, ev)
-		if e != nil {
-			t.Fatal(e)
-		}
-		out = append(out, b...)
-	}
-	tail, e := translateFinish(tr)
-	if e != nil {
-		t.Fatal(e)
-	}
-	out = append(out, tail...)
-	if bytes.Contains(out, []byte(`"usage"`)) || !bytes.HasSuffix(out, []byte("}\n\ndata: [DONE]\n\n")) {
-		t.Errorf("stream without include_usage: %s", out)
-	}
-	want := usage{promptTokens: 1200, completionTokens: 101, cacheReadTokens: 1024, reported: true}
-	if got := tr.usage(); got != want {
-		t.Errorf("usage() = %+v, want %+v", got, want)
-	}
-}
-
-func TestGeminiStreamEdgeCases(t *testing.T) {
-	tc := geminiTestContext()
-	cases := []struct {
-		name, in, want string
-	}{
-		{"empty stream is truncated", "",
-			`data: {"error":{"message":"the gemini stream ended before a finish reason","type":"server_error","param":null,"code":"upstream_stream_truncated"}}` + "\n\n"},
-		{"non-JSON event", "data: nope\n\n",
-			`data: {"error":{"message":"the gemini upstream returned a response the gateway could not parse","type":"server_error","param":null,"code":"upstream_bad_response"}}` + "\n\n"},
-		{"error as first event", `data: {"error":{"code":429,"message":"Resource exhausted","status":"RESOURCE_EXHAUSTED"}}` + "\n\n",
-			`data: {"error":{"message":"the gemini upstream reported an error: RESOURCE_EXHAUSTED: Resource exhausted","type":"server_error","param":null,"code":"upstream_error"}}` + "\n\n"},
-		{"content after finish is ignored, gemini call id kept",
-			`data: {"candidates":[{"content":{"parts":[{"functionCall":{"id":"fc-1","name":"f"}}]},"finishReason":"STOP"}]}` + "\n\n" +
-				`data: {"candidates":[{"content":{"parts":[{"text":"late"}]}}]}` + "\n\n",
-			`data: {"id":"chatcmpl-test","object":"chat.completion.chunk","created":1700000000,"model":"gemini-alias","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}` + "\n\n" +
-				`data: {"id":"chatcmpl-test","object":"chat.completion.chunk","created":1700000000,"model":"gemini-alias","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"fc-1","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":null}]}` + "\n\n" +
-				`data: {"id":"chatcmpl-test","object":"chat.completion.chunk","created":1700000000,"model":"gemini-alias","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}` + "\n\n" +
-				`data: {"id":"chatcmpl-test","object":"chat.completion.chunk","created":1700000000,"model":"gemini-alias","choices":[],"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0,"prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}}` + "\n\n" +
-				"data: [DONE]\n\n"},
-		{"text, call, text keep their order; other candidates ignored",
-			`data: {"candidates":[{"content":{"parts":[{"text":"a"},{"text":"b"},{"functionCall":{"name":"f","args":{"x":[1, 2]}}},{"text":"c"}]},"finishReason":"OTHER"},{"index":1,"content":{"parts":[{"text":"zzz"}]}}],"responseId":"r"}` + "\n\n",
-			`data: {"id":"chatcmpl-r","object":"chat.completion.chunk","created":1700000000,"model":"gemini-alias","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}` + "\n\n" +
-				`data: {"id":"chatcmpl-r","object":"chat.completion.chunk","created":1700000000,"model":"gemini-alias","choices":[{"index":0,"delta":{"content":"ab"},"finish_reason":null}]}` + "\n\n" +
-				`data: {"id":"chatcmpl-r","object":"chat.completion.chunk","created":1700000000,"model":"gemini-alias","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_r_0","type":"function","function":{"name":"f","arguments":"{\"x\":[1,2]}"}}]},"finish_reason":null}]}` + "\n\n" +
-				`data: {"id":"chatcmpl-r","object":"chat.completion.chunk","created":1700000000,"model":"gemini-alias","choices":[{"index":0,"delta":{"content":"c"},"finish_reason":null}]}` + "\n\n" +
-				`data: {"id":"chatcmpl-r","object":"chat.completion.chunk","created":1700000000,"model":"gemini-alias","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}` + "\n\n" +
-				`data: {"id":"chatcmpl-r","object":"chat.completion.chunk","created":1700000000,"model":"gemini-alias","choices":[],"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0,"prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}}` + "\n\n" +
-				"data: [DONE]\n\n"},
-	}
-	for i := 0; i < len(cases); i++ {
-		got := string(runGeminiStream([]byte(cases[i].in), tc))
-		if got != cases[i].want {
-			t.Errorf("%s:\n got %s\nwant %s", cases[i].name, got, cases[i].want)
-		}
-	}
-}
-
-// ---------------------------------------------------------------------
-// Chat request
 
 func TestGeminiChatRequestMapping(t *testing.T) {
-	cases := []struct {
-		name   string
-		body   string
-		want   string
-		stream bool
-	}{
-		{name: "roles, hoisted system, merging, generation config",
-			body: `{"model":"g","messages":[{"role":"system","content":"Be terse."},{"role":"user","content":"Hi"},` +
-				`{"role":"developer","content":[{"type":"text","text":"Use metric."}]},{"role":"user","content":[{"type":"text","text":"Weather?"}]},` +
-				`{"role":"assistant","content":"Where?"},{"role":"user","content":"Paris <3","name":"bob"}],` +
-				`"temperature":0.20,"top_p":1,"max_completion_tokens":512,"max_tokens":99,"stop":["END","STOP"],"n":2,` +
-				`"presence_penalty":0.5,"frequency_penalty":0,"seed":42,"user":"u1","metadata":{"a":"b"},"store":false,` +
-				`"service_tier":"auto","prediction":{"type":"content","content":"x"},"logprobs":false,"top_logprobs":0,"logit_bias":{},` +
-				`"modalities":["text"],"verbosity":"medium","stream_options":{"include_usage":true},"unknown_field":1}`,
-			want: `{"systemInstruction":{"parts":[{"text":"Be terse."},{"text":"Use metric."}]},"contents":[` +
-				`{"role":"user","parts":[{"text":"Hi"},{"text":"Weather?"}]},{"role":"model","parts":[{"text":"Where?"}]},` +
-				`{"role":"user","parts":[{"text":"Paris <3"}]}],"generationConfig":{"stopSequences":["END","STOP"],` +
-				`"candidateCount":2,"maxOutputTokens":512,"temperature":0.20,"topP":1,"seed":42,"presencePenalty":0.5}}`},
-		{name: "media parts, max_tokens, stop string, stream", stream: true,
-			body: `{"model":"g","stream":true,"messages":[{"role":"user","content":[{"type":"text","text":"What is this?"},` +
-				`{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo=","detail":"high"}},` +
-				`{"type":"image_url","image_url":{"url":"https://example.com/a/cat.webp?x=1"}},` +
-				`{"type":"image_url","image_url":{"url":"https://example.com/photo"}},` +
-				`{"type":"input_audio","input_audio":{"data":"UklGRg==","format":"wav"}},` +
-				`{"type":"input_audio","input_audio":{"data":"SUQz","format":"mp3"}},` +
-				`{"type":"file","file":{"file_data":"data:application/pdf;base64,JVBERi0=","filename":"a.pdf"}},` +
-				`{"type":"file","file":{"file_data":"JVBERi0=","filename":"b.PDF"}}]}],"max_tokens":100,"stop":"END","n":1}`,
-			want: `{"contents":[{"role":"user","parts":[{"text":"What is this?"},{"inlineData":{"mimeType":"image/png","data":"iVBORw0KGgo="}},` +
-				`{"fileData":{"mimeType":"image/webp","fileUri":"https://example.com/a/cat.webp?x=1"}},` +
-				`{"fileData":{"mimeType":"image/jpeg","fileUri":"https://example.com/photo"}},` +
-				`{"inlineData":{"mimeType":"audio/wav","data":"UklGRg=="}},{"inlineData":{"mimeType":"audio/mp3","data":"SUQz"}},` +
-				`{"inlineData":{"mimeType":"application/pdf","data":"JVBERi0="}},{"inlineData":{"mimeType":"application/pdf","data":"JVBERi0="}}]}],` +
-				`"generationConfig":{"stopSequences":["END"],"candidateCount":1,"maxOutputTokens":100}}`},
-		{name: "tool history, schemas, required",
-			body: `{"model":"g","messages":[{"role":"user","content":"Weather in Paris and time?"},` +
-				`{"role":"assistant","content":null,"tool_calls":[{"id":"call_a","type":"function","function":{"name":"get_weather","arguments":"{\"city\": \"Paris\"}"}},` +
-				`{"id":"call_b","type":"function","function":{"name":"get_time","arguments":""}}]},` +
-				`{"role":"tool","tool_call_id":"call_a","content":"{\"temp_c\":18}"},` +
-				`{"role":"tool","tool_call_id":"call_b","content":[{"type":"text","text":"12:00"}]},{"role":"user","content":"Thanks"}],` +
-				`"tools":[{"type":"function","function":{"name":"get_weather","description":"Current weather","strict":true,"parameters":` +
-				`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"city":{"type":"string","description":"City"},` +
-				`"units":{"type":["string","null"],"enum":["metric","imperial"]},"days":{"type":"integer","format":"int32","minimum":1},` +
-				`"tags":{"type":"array","items":{"type":"string","format":"uri"}}},"required":["city"],"additionalProperties":false}}},` +
-				`{"type":"function","function":{"name":"get_time","parameters":{"type":"object","properties":{ },"required":[ ],"additionalProperties":false}}},` +
-				`{"type":"function","function":{"name":"lookup","parameters":{"type":"object","properties":{"item":{"$ref":"#/$defs/Item"}},"$defs":{"Item":{"type":"string"}}}}}],` +
-				`"tool_choice":"required","parallel_tool_calls":true}`,
-			want: `{"contents":[{"role":"user","parts":[{"text":"Weather in Paris and time?"}]},` +
-				`{"role":"model","parts":[{"functionCall":{"name":"get_weather","args":{"city":"Paris"}}},{"functionCall":{"name":"get_time","args":{}}}]},` +
-				`{"role":"user","parts":[{"functionResponse":{"name":"get_weather","response":{"output":{"temp_c":18}}}},` +
-				`{"functionResponse":{"name":"get_time","response":{"output":"12:00"}}},{"text":"Thanks"}]}],` +
-				`"tools":[{"functionDeclarations":[{"name":"get_weather","description":"Current weather","parameters":{"type":"OBJECT","properties":` +
-				`{"city":{"type":"STRING","description":"City"},"units":{"type":"STRING","nullable":true,"enum":["metric","imperial"]},` +
-				`"days":{"type":"INTEGER","format":"int32","minimum":1},"tags":{"type":"ARRAY","items":{"type":"STRING"}}},"required":["city"]}},` +
-				`{"name":"get_time"},{"name":"lookup","parametersJsonSchema":{"type":"object","properties":{"item":{"$ref":"#/$defs/Item"}},"$defs":{"Item":{"type":"string"}}}}]}],` +
-				`"toolConfig":{"functionCallingConfig":{"mode":"ANY"}}}`},
-		{name: "a reused tool call id maps to the latest call; assistant refusal and text with calls",
-			body: `{"model":"g","messages":[{"role":"user","content":"go"},` +
-				`{"role":"assistant","tool_calls":[{"id":"call_0","function":{"name":"first","arguments":"{}"}}]},` +
-				`{"role":"tool","tool_call_id":"call_0","content":"[1,2]"},` +
-				`{"role":"assistant","content":[{"type":"text","text":"Again."},{"type":"refusal","refusal":"No."}],"tool_calls":[{"id":"call_0","type":"function","function":{"name":"second","arguments":" {\"a\":1} "}}]},` +
-				`{"role":"tool","tool_call_id":"call_0","content":" {\"ok\": true} "}],"tools":[{"type":"function","function":{"name":"first"}},{"type":"function","function":{"name":"second"}}]}`,
-			want: `{"contents":[{"role":"user","parts":[{"text":"go"}]},{"role":"model","parts":[{"functionCall":{"name":"first","args":{}}}]},` +
-				`{"role":"user","parts":[{"functionResponse":{"name":"first","response":{"output":"[1,2]"}}}]},` +
-				`{"role":"model","parts":[{"text":"Again."},{"text":"No."},{"functionCall":{"name":"second","args":{"a":1}}}]},` +
-				`{"role":"user","parts":[{"functionResponse":{"name":"second","response":{"output":{"ok":true}}}}]}],` +
-				`"tools":[{"functionDeclarations":[{"name":"first"},{"name":"second"}]}]}`},
-		{name: "tool_choice auto",
-			body: `{"model":"g","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"a"}}],"tool_choice":"auto"}`,
-			want: `{"contents":[{"role":"user","parts":[{"text":"x"}]}],"tools":[{"functionDeclarations":[{"name":"a"}]}],"toolConfig":{"functionCallingConfig":{"mode":"AUTO"}}}`},
-		{name: "tool_choice none",
-			body: `{"model":"g","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"a"}}],"tool_choice":"none"}`,
-			want: `{"contents":[{"role":"user","parts":[{"text":"x"}]}],"tools":[{"functionDeclarations":[{"name":"a"}]}],"toolConfig":{"functionCallingConfig":{"mode":"NONE"}}}`},
-		{name: "tool_choice none or auto without tools is dropped",
-			body: `{"model":"g","messages":[{"role":"user","content":"x"}],"tool_choice":"none","tools":[],"parallel_tool_calls":false}`,
-			want: `{"contents":[{"role":"user","parts":[{"text":"x"}]}]}`},
-		{name: "tool_choice named function",
-			body: `{"model":"g","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"a"}},{"type":"function","function":{"name":"b"}}],"tool_choice":{"type":"function","function":{"name":"b"}}}`,
-			want: `{"contents":[{"role":"user","parts":[{"text":"x"}]}],"tools":[{"functionDeclarations":[{"name":"a"},{"name":"b"}]}],"toolConfig":{"functionCallingConfig":{"mode":"ANY","allowedFunctionNames":["b"]}}}`},
-		{name: "tool_choice allowed_tools auto narrows the declarations",
-			body: `{"model":"g","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"a"}},{"type":"function","function":{"name":"b"}},{"type":"function","function":{"name":"c"}}],` +
-				`"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"auto","tools":[{"type":"function","function":{"name":"c"}},{"type":"function","function":{"name":"a"}}]}}}`,
-			want: `{"contents":[{"role":"user","parts":[{"text":"x"}]}],"tools":[{"functionDeclarations":[{"name":"a"},{"name":"c"}]}],"toolConfig":{"functionCallingConfig":{"mode":"AUTO"}}}`},
-		{name: "tool_choice allowed_tools required",
-			body: `{"model":"g","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"a"}},{"type":"function","function":{"name":"b"}}],` +
-				`"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"required","tools":[{"type":"function","function":{"name":"b"}}]}}}`,
-			want: `{"contents":[{"role":"user","parts":[{"text":"x"}]}],"tools":[{"functionDeclarations":[{"name":"a"},{"name":"b"}]}],"toolConfig":{"functionCallingConfig":{"mode":"ANY","allowedFunctionNames":["b"]}}}`},
-		{name: "json_schema in the subset → responseSchema with propertyOrdering; reasoning_effort low",
-			body: `{"model":"g","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"answer","strict":true,"schema":` +
-				`{"type":"object","properties":{"zeta":{"type":"string"},"alpha":{"type":"number"},"nested":{"type":"object","properties":{"b":{"type":"boolean"},"a":{"type":"null"}},"required":["b"]}},` +
-				`"required":["zeta","alpha"],"additionalProperties":false}}},"reasoning_effort":"low"}`,
-			want: `{"contents":[{"role":"user","parts":[{"text":"x"}]}],"generationConfig":{"responseMimeType":"application/json","responseSchema":` +
-				`{"type":"OBJECT","properties":{"zeta":{"type":"STRING"},"alpha":{"type":"NUMBER"},"nested":{"type":"OBJECT","properties":{"b":{"type":"BOOLEAN"},"a":{"type":"NULL"}},` +
-				`"required":["b"],"propertyOrdering":["b","a"]}},"required":["zeta","alpha"],"propertyOrdering":["zeta","alpha","nested"]},"thinkingConfig":{"thinkingBudget":1024}}}`},
-		{name: "json_schema outside the subset → responseJsonSchema verbatim",
-			body: `{"model":"g","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"a","schema":{"type":"object","properties":{"v":{"oneOf":[{"type":"string"},{"type":"integer"}]}}}}}}`,
-			want: `{"contents":[{"role":"user","parts":[{"text":"x"}]}],"generationConfig":{"responseMimeType":"application/json","responseJsonSchema":{"type":"object","properties":{"v":{"oneOf":[{"type":"string"},{"type":"integer"}]}}}}}`},
-		{name: "json_object, reasoning none, response_format text",
-			body: `{"model":"g","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"},"reasoning_effort":"none"}`,
-			want: `{"contents":[{"role":"user","parts":[{"text":"x"}]}],"generationConfig":{"responseMimeType":"application/json","thinkingConfig":{"thinkingBudget":0}}}`},
-		{name: "reasoning medium and high, penalties, text format",
-			body: `{"model":"g","messages":[{"role":"user","content":"x"}],"reasoning_effort":"medium","response_format":{"type":"text"},"frequency_penalty":-0.5,"presence_penalty":0.0}`,
-			want: `{"contents":[{"role":"user","parts":[{"text":"x"}]}],"generationConfig":{"frequencyPenalty":-0.5,"thinkingConfig":{"thinkingBudget":8192}}}`},
-		{name: "reasoning high",
-			body: `{"model":"g","messages":[{"role":"user","content":"x"}],"reasoning_effort":"high","temperature":null,"stop":null,"n":null}`,
-			want: `{"contents":[{"role":"user","parts":[{"text":"x"}]}],"generationConfig":{"thinkingConfig":{"thinkingBudget":24576}}}`},
-		{name: "empty messages content is skipped",
-			body: `{"model":"g","messages":[{"role":"system","content":""},{"role":"user","content":""},{"role":"assistant","content":null},{"role":"user","content":[{"type":"text","text":""},{"type":"text","text":"hi"}]}]}`,
-			want: `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`},
-	}
-	for i := 0; i < len(cases); i++ {
-		c := cases[i]
+	for i := 0; i < len(geminiRequestCases); i++ {
+		c := geminiRequestCases[i]
 		out, stream, e := geminiChatRequest([]byte(c.body))
 		if e != nil {
 			t.Errorf("%s: %v", c.name, e)
@@ -434,86 +132,92 @@ func TestGeminiChatRequestMapping(t *testing.T) {
 	}
 }
 
+// geminiTestUser and geminiTestTool complete a request in the error
+// cases: one user message, one function tool.
+const geminiTestUser = `"messages":[{"role":"user","content":"x"}]`
+const geminiTestTool = `"tools":[{"type":"function","function":{"name":"a"}}]`
+
+// geminiRequestErrorCases are requests geminiChatRequest refuses, with
+// the error code and a part of the message each must get.
+var geminiRequestErrorCases = []struct {
+	body, code, has string
+}{
+	{`nope`, "invalid_json", "not valid JSON"},
+	{`[1]`, "invalid_json", "JSON object"},
+	{`{"model":"g"}`, "invalid_request", `"messages"`},
+	{`{"model":"g","messages":[]}`, "invalid_request", `"messages"`},
+	{`{"model":"g","messages":{}}`, "invalid_request", `"messages"`},
+	{`{"model":"g","messages":[{"role":"system","content":"only system"}]}`, "invalid_request", `"messages" must contain`},
+	{`{"model":"g","messages":[1]}`, "invalid_request", `messages[0]`},
+	{`{"model":"g","messages":[{"content":"x"}]}`, "invalid_request", `messages[0].role`},
+	{`{"model":"g","messages":[{"role":"robot","content":"x"}]}`, "invalid_request", `"robot"`},
+	{`{"model":"g","messages":[{"role":"user"}]}`, "invalid_request", `messages[0].content`},
+	{`{"model":"g","messages":[{"role":"system","content":null},{"role":"user","content":"x"}]}`, "invalid_request", `messages[0].content`},
+	{`{"model":"g","messages":[{"role":"user","content":5}]}`, "invalid_request", `messages[0].content`},
+	{`{"model":"g","messages":[{"role":"user","content":[{"type":"text","text":1}]}]}`, "invalid_request", `messages[0].content[0].text`},
+	{`{"model":"g","messages":[{"role":"user","content":[{"type":"video","video":{}}]}]}`, "unsupported_parameter", `messages[0].content[0].type`},
+	{`{"model":"g","messages":[{"role":"system","content":[{"type":"image_url","image_url":{"url":"https://x/a.png"}}]},{"role":"user","content":"x"}]}`, "unsupported_parameter", `messages[0].content[0].type`},
+	{`{"model":"g","messages":[{"role":"user","content":[{"type":"refusal","refusal":"x"}]}]}`, "unsupported_parameter", `"refusal"`},
+	{`{"model":"g","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"ftp://x/a.png"}}]}]}`, "invalid_request", `messages[0].content[0].image_url.url`},
+	{`{"model":"g","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png,abc"}}]}]}`, "invalid_request", `image_url.url`},
+	{`{"model":"g","messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{"data":"abc","format":"flac"}}]}]}`, "unsupported_parameter", `input_audio.format`},
+	{`{"model":"g","messages":[{"role":"user","content":[{"type":"file","file":{"file_id":"file-1"}}]}]}`, "unsupported_parameter", `file.file_id`},
+	{`{"model":"g","messages":[{"role":"user","content":[{"type":"file","file":{"file_data":"abc","filename":"x.bin"}}]}]}`, "invalid_request", `file.file_data`},
+	{`{"model":"g","messages":[{"role":"function","name":"f","content":"x"}]}`, "unsupported_parameter", `"function"`},
+	{`{"model":"g","messages":[{"role":"user","content":"x"},{"role":"assistant","function_call":{"name":"f","arguments":"{}"}}]}`, "unsupported_parameter", `messages[1].function_call`},
+	{`{"model":"g","messages":[{"role":"user","content":"x"},{"role":"tool","tool_call_id":"call_x","content":"r"}]}`, "invalid_request", `messages[1].tool_call_id`},
+	{`{"model":"g","messages":[{"role":"user","content":"x"},{"role":"tool","content":"r"}]}`, "invalid_request", `messages[1].tool_call_id`},
+	{`{"model":"g","messages":[{"role":"user","content":"x"},{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{bad"}}]}]}`, "invalid_request", `messages[1].tool_calls[0].function.arguments`},
+	{`{"model":"g","messages":[{"role":"user","content":"x"},{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"[1]"}}]}]}`, "invalid_request", `messages[1].tool_calls[0].function.arguments`},
+	{`{"model":"g","messages":[{"role":"user","content":"x"},{"role":"assistant","tool_calls":[{"id":"c","type":"custom","custom":{}}]}]}`, "unsupported_parameter", `messages[1].tool_calls[0].type`},
+	{`{"model":"g","messages":[{"role":"user","content":"x"},{"role":"assistant","tool_calls":[{"id":"c","function":{"name":""}}]}]}`, "invalid_request", `messages[1].tool_calls[0].function.name`},
+	{`{"model":"g",` + geminiTestUser + `,"logit_bias":{"50256":-100}}`, "unsupported_parameter", `"logit_bias"`},
+	{`{"model":"g",` + geminiTestUser + `,"logprobs":true}`, "unsupported_parameter", `"logprobs"`},
+	{`{"model":"g",` + geminiTestUser + `,"logprobs":"yes"}`, "invalid_request", `"logprobs"`},
+	{`{"model":"g",` + geminiTestUser + `,"top_logprobs":3}`, "unsupported_parameter", `"top_logprobs"`},
+	{`{"model":"g",` + geminiTestUser + `,"audio":{"voice":"alloy","format":"wav"}}`, "unsupported_parameter", `"audio"`},
+	{`{"model":"g",` + geminiTestUser + `,"modalities":["text","audio"]}`, "unsupported_parameter", `"modalities"`},
+	{`{"model":"g",` + geminiTestUser + `,"web_search_options":{}}`, "unsupported_parameter", `"web_search_options"`},
+	{`{"model":"g",` + geminiTestUser + `,"functions":[{"name":"f"}]}`, "unsupported_parameter", `"functions"`},
+	{`{"model":"g",` + geminiTestUser + `,"function_call":"auto"}`, "unsupported_parameter", `"function_call"`},
+	{`{"model":"g",` + geminiTestUser + `,"verbosity":"low"}`, "unsupported_parameter", `"verbosity"`},
+	{`{"model":"g",` + geminiTestUser + `,"n":2,"stream":true}`, "unsupported_parameter", `"n"`},
+	{`{"model":"g",` + geminiTestUser + `,"n":0}`, "invalid_request", `"n"`},
+	{`{"model":"g",` + geminiTestUser + `,"n":1.5}`, "invalid_request", `"n"`},
+	{`{"model":"g",` + geminiTestUser + `,"stream":"yes"}`, "invalid_request", `"stream"`},
+	{`{"model":"g",` + geminiTestUser + `,` + geminiTestTool + `,"parallel_tool_calls":false}`, "unsupported_parameter", `"parallel_tool_calls"`},
+	{`{"model":"g",` + geminiTestUser + `,"reasoning_effort":"extreme"}`, "unsupported_value", `"reasoning_effort"`},
+	{`{"model":"g",` + geminiTestUser + `,"response_format":{"type":"xml"}}`, "unsupported_value", `"response_format.type"`},
+	{`{"model":"g",` + geminiTestUser + `,"response_format":"json"}`, "invalid_request", `"response_format"`},
+	{`{"model":"g",` + geminiTestUser + `,"response_format":{"type":"json_schema"}}`, "invalid_request", `"response_format.json_schema"`},
+	{`{"model":"g",` + geminiTestUser + `,"response_format":{"type":"json_schema","json_schema":{"name":"a","schema":[1]}}}`, "invalid_request", `json_schema.schema`},
+	{`{"model":"g",` + geminiTestUser + `,"temperature":"hot"}`, "invalid_request", `"temperature"`},
+	{`{"model":"g",` + geminiTestUser + `,"top_p":true}`, "invalid_request", `"top_p"`},
+	{`{"model":"g",` + geminiTestUser + `,"max_tokens":0}`, "invalid_request", `"max_tokens"`},
+	{`{"model":"g",` + geminiTestUser + `,"max_completion_tokens":"9"}`, "invalid_request", `"max_completion_tokens"`},
+	{`{"model":"g",` + geminiTestUser + `,"stop":5}`, "invalid_request", `"stop"`},
+	{`{"model":"g",` + geminiTestUser + `,"stop":["a",1]}`, "invalid_request", `"stop"`},
+	{`{"model":"g",` + geminiTestUser + `,"seed":"x"}`, "invalid_request", `"seed"`},
+	{`{"model":"g",` + geminiTestUser + `,"presence_penalty":"x"}`, "invalid_request", `"presence_penalty"`},
+	{`{"model":"g",` + geminiTestUser + `,"frequency_penalty":[]}`, "invalid_request", `"frequency_penalty"`},
+	{`{"model":"g",` + geminiTestUser + `,"tools":{}}`, "invalid_request", `"tools"`},
+	{`{"model":"g",` + geminiTestUser + `,"tools":[{"type":"web_search"}]}`, "unsupported_parameter", `tools[0].type`},
+	{`{"model":"g",` + geminiTestUser + `,"tools":[{"type":"function"}]}`, "invalid_request", `tools[0].function`},
+	{`{"model":"g",` + geminiTestUser + `,"tools":[{"type":"function","function":{"name":""}}]}`, "invalid_request", `tools[0].function.name`},
+	{`{"model":"g",` + geminiTestUser + `,"tools":[{"type":"function","function":{"name":"a","parameters":"x"}}]}`, "invalid_request", `tools[0].function.parameters`},
+	{`{"model":"g",` + geminiTestUser + `,"tools":[{"type":"function","function":{"name":"a","description":5}}]}`, "invalid_request", `tools[0].function.description`},
+	{`{"model":"g",` + geminiTestUser + `,"tool_choice":"required"}`, "invalid_request", `"tool_choice"`},
+	{`{"model":"g",` + geminiTestUser + `,"tool_choice":"sometimes",` + geminiTestTool + `}`, "invalid_request", `"tool_choice"`},
+	{`{"model":"g",` + geminiTestUser + `,"tool_choice":5,` + geminiTestTool + `}`, "invalid_request", `"tool_choice"`},
+	{`{"model":"g",` + geminiTestUser + `,"tool_choice":{"type":"function","function":{"name":"zzz"}},` + geminiTestTool + `}`, "invalid_request", `"zzz"`},
+	{`{"model":"g",` + geminiTestUser + `,"tool_choice":{"type":"custom","custom":{"name":"a"}},` + geminiTestTool + `}`, "unsupported_parameter", `"tool_choice.type"`},
+	{`{"model":"g",` + geminiTestUser + `,"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"sometimes","tools":[]}},` + geminiTestTool + `}`, "invalid_request", `tool_choice.allowed_tools.mode`},
+	{`{"model":"g",` + geminiTestUser + `,"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"auto","tools":[]}},` + geminiTestTool + `}`, "invalid_request", `tool_choice.allowed_tools.tools`},
+}
+
 func TestGeminiChatRequestErrors(t *testing.T) {
-	const user = `"messages":[{"role":"user","content":"x"}]`
-	const tool = `"tools":[{"type":"function","function":{"name":"a"}}]`
-	cases := []struct {
-		body, code, has string
-	}{
-		{`nope`, "invalid_json", "not valid JSON"},
-		{`[1]`, "invalid_json", "JSON object"},
-		{`{"model":"g"}`, "invalid_request", `"messages"`},
-		{`{"model":"g","messages":[]}`, "invalid_request", `"messages"`},
-		{`{"model":"g","messages":{}}`, "invalid_request", `"messages"`},
-		{`{"model":"g","messages":[{"role":"system","content":"only system"}]}`, "invalid_request", `"messages" must contain`},
-		{`{"model":"g","messages":[1]}`, "invalid_request", `messages[0]`},
-		{`{"model":"g","messages":[{"content":"x"}]}`, "invalid_request", `messages[0].role`},
-		{`{"model":"g","messages":[{"role":"robot","content":"x"}]}`, "invalid_request", `"robot"`},
-		{`{"model":"g","messages":[{"role":"user"}]}`, "invalid_request", `messages[0].content`},
-		{`{"model":"g","messages":[{"role":"system","content":null},{"role":"user","content":"x"}]}`, "invalid_request", `messages[0].content`},
-		{`{"model":"g","messages":[{"role":"user","content":5}]}`, "invalid_request", `messages[0].content`},
-		{`{"model":"g","messages":[{"role":"user","content":[{"type":"text","text":1}]}]}`, "invalid_request", `messages[0].content[0].text`},
-		{`{"model":"g","messages":[{"role":"user","content":[{"type":"video","video":{}}]}]}`, "unsupported_parameter", `messages[0].content[0].type`},
-		{`{"model":"g","messages":[{"role":"system","content":[{"type":"image_url","image_url":{"url":"https://x/a.png"}}]},{"role":"user","content":"x"}]}`, "unsupported_parameter", `messages[0].content[0].type`},
-		{`{"model":"g","messages":[{"role":"user","content":[{"type":"refusal","refusal":"x"}]}]}`, "unsupported_parameter", `"refusal"`},
-		{`{"model":"g","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"ftp://x/a.png"}}]}]}`, "invalid_request", `messages[0].content[0].image_url.url`},
-		{`{"model":"g","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png,abc"}}]}]}`, "invalid_request", `image_url.url`},
-		{`{"model":"g","messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{"data":"abc","format":"flac"}}]}]}`, "unsupported_parameter", `input_audio.format`},
-		{`{"model":"g","messages":[{"role":"user","content":[{"type":"file","file":{"file_id":"file-1"}}]}]}`, "unsupported_parameter", `file.file_id`},
-		{`{"model":"g","messages":[{"role":"user","content":[{"type":"file","file":{"file_data":"abc","filename":"x.bin"}}]}]}`, "invalid_request", `file.file_data`},
-		{`{"model":"g","messages":[{"role":"function","name":"f","content":"x"}]}`, "unsupported_parameter", `"function"`},
-		{`{"model":"g","messages":[{"role":"user","content":"x"},{"role":"assistant","function_call":{"name":"f","arguments":"{}"}}]}`, "unsupported_parameter", `messages[1].function_call`},
-		{`{"model":"g","messages":[{"role":"user","content":"x"},{"role":"tool","tool_call_id":"call_x","content":"r"}]}`, "invalid_request", `messages[1].tool_call_id`},
-		{`{"model":"g","messages":[{"role":"user","content":"x"},{"role":"tool","content":"r"}]}`, "invalid_request", `messages[1].tool_call_id`},
-		{`{"model":"g","messages":[{"role":"user","content":"x"},{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{bad"}}]}]}`, "invalid_request", `messages[1].tool_calls[0].function.arguments`},
-		{`{"model":"g","messages":[{"role":"user","content":"x"},{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"[1]"}}]}]}`, "invalid_request", `messages[1].tool_calls[0].function.arguments`},
-		{`{"model":"g","messages":[{"role":"user","content":"x"},{"role":"assistant","tool_calls":[{"id":"c","type":"custom","custom":{}}]}]}`, "unsupported_parameter", `messages[1].tool_calls[0].type`},
-		{`{"model":"g","messages":[{"role":"user","content":"x"},{"role":"assistant","tool_calls":[{"id":"c","function":{"name":""}}]}]}`, "invalid_request", `messages[1].tool_calls[0].function.name`},
-		{`{"model":"g",` + user + `,"logit_bias":{"50256":-100}}`, "unsupported_parameter", `"logit_bias"`},
-		{`{"model":"g",` + user + `,"logprobs":true}`, "unsupported_parameter", `"logprobs"`},
-		{`{"model":"g",` + user + `,"logprobs":"yes"}`, "invalid_request", `"logprobs"`},
-		{`{"model":"g",` + user + `,"top_logprobs":3}`, "unsupported_parameter", `"top_logprobs"`},
-		{`{"model":"g",` + user + `,"audio":{"voice":"alloy","format":"wav"}}`, "unsupported_parameter", `"audio"`},
-		{`{"model":"g",` + user + `,"modalities":["text","audio"]}`, "unsupported_parameter", `"modalities"`},
-		{`{"model":"g",` + user + `,"web_search_options":{}}`, "unsupported_parameter", `"web_search_options"`},
-		{`{"model":"g",` + user + `,"functions":[{"name":"f"}]}`, "unsupported_parameter", `"functions"`},
-		{`{"model":"g",` + user + `,"function_call":"auto"}`, "unsupported_parameter", `"function_call"`},
-		{`{"model":"g",` + user + `,"verbosity":"low"}`, "unsupported_parameter", `"verbosity"`},
-		{`{"model":"g",` + user + `,"n":2,"stream":true}`, "unsupported_parameter", `"n"`},
-		{`{"model":"g",` + user + `,"n":0}`, "invalid_request", `"n"`},
-		{`{"model":"g",` + user + `,"n":1.5}`, "invalid_request", `"n"`},
-		{`{"model":"g",` + user + `,"stream":"yes"}`, "invalid_request", `"stream"`},
-		{`{"model":"g",` + user + `,` + tool + `,"parallel_tool_calls":false}`, "unsupported_parameter", `"parallel_tool_calls"`},
-		{`{"model":"g",` + user + `,"reasoning_effort":"extreme"}`, "unsupported_value", `"reasoning_effort"`},
-		{`{"model":"g",` + user + `,"response_format":{"type":"xml"}}`, "unsupported_value", `"response_format.type"`},
-		{`{"model":"g",` + user + `,"response_format":"json"}`, "invalid_request", `"response_format"`},
-		{`{"model":"g",` + user + `,"response_format":{"type":"json_schema"}}`, "invalid_request", `"response_format.json_schema"`},
-		{`{"model":"g",` + user + `,"response_format":{"type":"json_schema","json_schema":{"name":"a","schema":[1]}}}`, "invalid_request", `json_schema.schema`},
-		{`{"model":"g",` + user + `,"temperature":"hot"}`, "invalid_request", `"temperature"`},
-		{`{"model":"g",` + user + `,"top_p":true}`, "invalid_request", `"top_p"`},
-		{`{"model":"g",` + user + `,"max_tokens":0}`, "invalid_request", `"max_tokens"`},
-		{`{"model":"g",` + user + `,"max_completion_tokens":"9"}`, "invalid_request", `"max_completion_tokens"`},
-		{`{"model":"g",` + user + `,"stop":5}`, "invalid_request", `"stop"`},
-		{`{"model":"g",` + user + `,"stop":["a",1]}`, "invalid_request", `"stop"`},
-		{`{"model":"g",` + user + `,"seed":"x"}`, "invalid_request", `"seed"`},
-		{`{"model":"g",` + user + `,"presence_penalty":"x"}`, "invalid_request", `"presence_penalty"`},
-		{`{"model":"g",` + user + `,"frequency_penalty":[]}`, "invalid_request", `"frequency_penalty"`},
-		{`{"model":"g",` + user + `,"tools":{}}`, "invalid_request", `"tools"`},
-		{`{"model":"g",` + user + `,"tools":[{"type":"web_search"}]}`, "unsupported_parameter", `tools[0].type`},
-		{`{"model":"g",` + user + `,"tools":[{"type":"function"}]}`, "invalid_request", `tools[0].function`},
-		{`{"model":"g",` + user + `,"tools":[{"type":"function","function":{"name":""}}]}`, "invalid_request", `tools[0].function.name`},
-		{`{"model":"g",` + user + `,"tools":[{"type":"function","function":{"name":"a","parameters":"x"}}]}`, "invalid_request", `tools[0].function.parameters`},
-		{`{"model":"g",` + user + `,"tools":[{"type":"function","function":{"name":"a","description":5}}]}`, "invalid_request", `tools[0].function.description`},
-		{`{"model":"g",` + user + `,"tool_choice":"required"}`, "invalid_request", `"tool_choice"`},
-		{`{"model":"g",` + user + `,"tool_choice":"sometimes",` + tool + `}`, "invalid_request", `"tool_choice"`},
-		{`{"model":"g",` + user + `,"tool_choice":5,` + tool + `}`, "invalid_request", `"tool_choice"`},
-		{`{"model":"g",` + user + `,"tool_choice":{"type":"function","function":{"name":"zzz"}},` + tool + `}`, "invalid_request", `"zzz"`},
-		{`{"model":"g",` + user + `,"tool_choice":{"type":"custom","custom":{"name":"a"}},` + tool + `}`, "unsupported_parameter", `"tool_choice.type"`},
-		{`{"model":"g",` + user + `,"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"sometimes","tools":[]}},` + tool + `}`, "invalid_request", `tool_choice.allowed_tools.mode`},
-		{`{"model":"g",` + user + `,"tool_choice":{"type":"allowed_tools","allowed_tools":{"mode":"auto","tools":[]}},` + tool + `}`, "invalid_request", `tool_choice.allowed_tools.tools`},
-	}
-	for i := 0; i < len(cases); i++ {
-		c := cases[i]
+	for i := 0; i < len(geminiRequestErrorCases); i++ {
+		c := geminiRequestErrorCases[i]
 		out, _, e := geminiChatRequest([]byte(c.body))
 		if e == nil {
 			t.Errorf("%s: no error, got %s", c.body, out)
@@ -628,7 +332,7 @@ func TestGeminiChatResponseErrors(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------
-// Embeddings
+// Round trips
 
 // A thought signature rides in the tool call id and is restored on the
 // function call part of the next request (Gemini 3 refuses the turn
