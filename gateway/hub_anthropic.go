@@ -286,8 +286,12 @@ func (b *anthropicRequestBuilder) sampling() *apiError {
 		}
 		b.req.TopP = &p
 	}
-	if e := b.stop(); e != nil {
-		return e
+	if raw, ok := b.field("stop"); ok {
+		stop, e := readStopSequences(raw, true)
+		if e != nil {
+			return e
+		}
+		b.req.StopSequences = stop
 	}
 	user := ""
 	userFields := []string{"user", "safety_identifier"}
@@ -311,39 +315,6 @@ func (b *anthropicRequestBuilder) sampling() *apiError {
 		b.req.Stream = v
 	}
 	return b.reasoning(explicitMax)
-}
-
-// stop maps stop (a string or an array of strings) to stop_sequences,
-// leaving out empty strings.
-func (b *anthropicRequestBuilder) stop() *apiError {
-	raw, ok := b.field("stop")
-	if !ok {
-		return nil
-	}
-	if raw[0] == '"' {
-		s, e := readString(raw, "stop")
-		if e != nil {
-			return e
-		}
-		if s != "" {
-			b.req.StopSequences = []string{s}
-		}
-		return nil
-	}
-	list, e := readArray(raw, "stop")
-	if e != nil {
-		return errInvalidField("stop", "a string or an array of strings")
-	}
-	for i := 0; i < len(list); i++ {
-		s, e := readString(list[i], "stop["+strconv.Itoa(i)+"]")
-		if e != nil {
-			return e
-		}
-		if s != "" {
-			b.req.StopSequences = append(b.req.StopSequences, s)
-		}
-	}
-	return nil
 }
 
 // reasoning maps reasoning_effort to an extended-thinking budget, which

@@ -3,7 +3,6 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"strings"
 	"testing"
 )
@@ -67,19 +66,7 @@ func FuzzAnthropicChatResponse(f *testing.F) {
 			}
 			return
 		}
-		var resp struct {
-			Object  string `json:"object"`
-			Model   string `json:"model"`
-			Choices []struct {
-				Message struct {
-					ToolCalls []struct {
-						Function struct {
-							Arguments string `json:"arguments"`
-						} `json:"function"`
-					} `json:"tool_calls"`
-				} `json:"message"`
-			} `json:"choices"`
-		}
+		var resp hubTestCompletion
 		if err := json.Unmarshal(out, &resp); err != nil || resp.Object != "chat.completion" || resp.Model != "claude-alias" || len(resp.Choices) != 1 {
 			t.Fatalf("bad completion (%v): %s", err, out)
 		}
@@ -107,42 +94,6 @@ func FuzzAnthropicStream(f *testing.F) {
 	f.Add([]byte("event: message_stop\n\n"), false)
 	f.Add([]byte("data: {\"type\":\"content_block_delta\",\"index\":-1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"x\"}}\n\n"), false)
 	f.Fuzz(func(t *testing.T, input []byte, includeUsage bool) {
-		reader := newSSEReader(bytes.NewReader(input), 64<<10)
-		tr := newAnthropicStream(anthropicTestContext(includeUsage))
-		var out []byte
-		ended := false
-		for !ended {
-			ev, err := reader.next()
-			if err != nil {
-				if err != io.EOF && err != errStreamTooLarge {
-					t.Fatalf("reader: %v", err)
-				}
-				break
-			}
-			chunk, e := translateEvent(tr, ev)
-			checkHubFraming(t, chunk)
-			out = append(out, chunk...)
-			if e != nil {
-				if e.status != 502 || e.code == "" || len(chunk) != 0 && bytes.Contains(chunk, sseDone) {
-					t.Fatalf("bad stream error %+v after %q", e, chunk)
-				}
-				ended = true
-			}
-		}
-		if !ended {
-			tail, e := translateFinish(tr)
-			checkHubFraming(t, tail)
-			out = append(out, tail...)
-			done := bytes.HasSuffix(out, sseDone)
-			if (e == nil) != done {
-				t.Fatalf("finish: error %v but [DONE] %v", e, done)
-			}
-		}
-		if n := bytes.Count(out, sseDone); n > 1 {
-			t.Fatalf("[DONE] sent %d times", n)
-		}
-		if i := bytes.Index(out, sseDone); i >= 0 && i+len(sseDone) != len(out) {
-			t.Fatalf("events after [DONE]: %q", out[i:])
-		}
+		fuzzHubStream(t, input, newAnthropicStream(anthropicTestContext(includeUsage)), true)
 	})
 }

@@ -272,13 +272,10 @@ func (b *anthropicRequestBuilder) content(raw json.RawMessage, path, role string
 	return blocks, nil
 }
 
-// part converts one content part; keep is false for empty text.
-func (b *anthropicRequestBuilder) part(raw json.RawMessage, path, role string) (block anthropicWireBlock, keep bool, e *apiError) {
-	m, e := readObject(raw, path)
-	if e != nil {
-		return anthropicWireBlock{}, false, e
-	}
-	kind, e := readString(m["type"], path+".type")
+// part converts one content part; the bool is false for empty text,
+// which makes no block.
+func (b *anthropicRequestBuilder) part(raw json.RawMessage, path, role string) (anthropicWireBlock, bool, *apiError) {
+	m, kind, e := readContentPart(raw, path)
 	if e != nil {
 		return anthropicWireBlock{}, false, e
 	}

@@ -3,7 +3,6 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"strings"
 	"testing"
 )
@@ -93,23 +92,7 @@ func FuzzGeminiChatResponse(f *testing.F) {
 			}
 			return
 		}
-		var resp struct {
-			Object  string `json:"object"`
-			Model   string `json:"model"`
-			Choices []struct {
-				Index        int    `json:"index"`
-				FinishReason string `json:"finish_reason"`
-				Message      struct {
-					Role      string `json:"role"`
-					ToolCalls []struct {
-						ID       string `json:"id"`
-						Function struct {
-							Arguments string `json:"arguments"`
-						} `json:"function"`
-					} `json:"tool_calls"`
-				} `json:"message"`
-			} `json:"choices"`
-		}
+		var resp hubTestCompletion
 		if err := json.Unmarshal(out, &resp); err != nil || resp.Object != "chat.completion" || resp.Model != "gemini-alias" || len(resp.Choices) == 0 {
 			t.Fatalf("bad completion (%v): %s", err, out)
 		}
@@ -145,39 +128,7 @@ func FuzzGeminiStream(f *testing.F) {
 	f.Fuzz(func(t *testing.T, input []byte, includeUsage bool) {
 		tc := geminiTestContext()
 		tc.includeUsage = includeUsage
-		reader := newSSEReader(bytes.NewReader(input), 64<<10)
-		tr := newGeminiStream(tc)
-		var out []byte
-		ended := false
-		for !ended {
-			ev, err := reader.next()
-			if err != nil {
-				if err != io.EOF && err != errStreamTooLarge {
-					t.Fatalf("reader: %v", err)
-				}
-				break
-			}
-			chunk, e := translateEvent(tr, ev)
-			checkHubFraming(t, chunk)
-			out = append(out, chunk...)
-			if e != nil {
-				if e.status != 502 || e.code == "" || len(chunk) != 0 {
-					t.Fatalf("bad stream error %+v with %q", e, chunk)
-				}
-				ended = true
-			}
-		}
-		if !ended {
-			tail, e := translateFinish(tr)
-			checkHubFraming(t, tail)
-			out = append(out, tail...)
-			if (e == nil) != bytes.HasSuffix(out, sseDone) {
-				t.Fatalf("finish: error %v but output %q", e, out)
-			}
-		}
-		if n := bytes.Count(out, sseDone); n > 1 {
-			t.Fatalf("[DONE] sent %d times", n)
-		}
+		out := fuzzHubStream(t, input, newGeminiStream(tc), false)
 		checkGeminiChunks(t, out, includeUsage)
 	})
 }

@@ -13,7 +13,6 @@ import (
 // image, audio and file parts, assistant messages refusal parts, system
 // messages text only.
 func geminiContentParts(raw json.RawMessage, where string, kind string) ([]geminiWirePart, *apiError) {
-	media := kind == "user"
 	if isJSONNull(raw) {
 		return nil, nil
 	}
@@ -34,54 +33,51 @@ func geminiContentParts(raw json.RawMessage, where string, kind string) ([]gemin
 	var parts []geminiWirePart
 	for j := 0; j < len(arr); j++ {
 		pw := where + ".content[" + strconv.Itoa(j) + "]"
-		p, ok := parseJSONObject(arr[j])
-		if !ok {
-			return nil, errInvalidRequest(`"` + pw + `" must be an object`)
-		}
-		typ, e := readString(p["type"], pw+".type")
+		p, typ, e := readContentPart(arr[j], pw)
 		if e != nil {
 			return nil, e
 		}
-		switch {
-		case typ == "text":
-			s, e := readString(p["text"], pw+".text")
-			if e != nil {
-				return nil, e
-			}
-			if s != "" {
-				parts = append(parts, geminiWirePart{Text: s})
-			}
-		case typ == "refusal" && kind == "assistant":
-			s, e := readString(p["refusal"], pw+".refusal")
-			if e != nil {
-				return nil, e
-			}
-			if s != "" {
-				parts = append(parts, geminiWirePart{Text: s})
-			}
-		case typ == "image_url" && media:
-			part, e := geminiImagePart(p["image_url"], pw)
-			if e != nil {
-				return nil, e
-			}
+		part, keep, e := geminiContentPart(p, typ, pw, kind)
+		if e != nil {
+			return nil, e
+		}
+		if keep {
 			parts = append(parts, part)
-		case typ == "input_audio" && media:
-			part, e := geminiAudioPart(p["input_audio"], pw)
-			if e != nil {
-				return nil, e
-			}
-			parts = append(parts, part)
-		case typ == "file" && media:
-			part, e := geminiFilePart(p["file"], pw)
-			if e != nil {
-				return nil, e
-			}
-			parts = append(parts, part)
-		default:
-			return nil, geminiUnsupported(`"` + pw + `.type" "` + typ + `" is not supported in this message for Gemini models`)
 		}
 	}
 	return parts, nil
+}
+
+// geminiContentPart converts one content part of type typ in a message
+// of kind (system, user or assistant); the bool is false for empty text,
+// which makes no part.
+func geminiContentPart(p map[string]json.RawMessage, typ, pw, kind string) (geminiWirePart, bool, *apiError) {
+	media := kind == "user"
+	switch {
+	case typ == "text":
+		return geminiTextPart(p["text"], pw+".text")
+	case typ == "refusal" && kind == "assistant":
+		return geminiTextPart(p["refusal"], pw+".refusal")
+	case typ == "image_url" && media:
+		part, e := geminiImagePart(p["image_url"], pw)
+		return part, e == nil, e
+	case typ == "input_audio" && media:
+		part, e := geminiAudioPart(p["input_audio"], pw)
+		return part, e == nil, e
+	case typ == "file" && media:
+		part, e := geminiFilePart(p["file"], pw)
+		return part, e == nil, e
+	}
+	return geminiWirePart{}, false, geminiUnsupported(`"` + pw + `.type" "` + typ + `" is not supported in this message for Gemini models`)
+}
+
+// geminiTextPart is a text part; the bool is false for empty text.
+func geminiTextPart(raw json.RawMessage, path string) (geminiWirePart, bool, *apiError) {
+	s, e := readString(raw, path)
+	if e != nil {
+		return geminiWirePart{}, false, e
+	}
+	return geminiWirePart{Text: s}, s != "", nil
 }
 
 // geminiMimeTypeFromPath guesses a MIME type from a URL path or file name.
@@ -299,11 +295,7 @@ func geminiToolOutput(raw json.RawMessage, where string) (json.RawMessage, *apiE
 		var sb strings.Builder
 		for j := 0; j < len(arr); j++ {
 			pw := where + ".content[" + strconv.Itoa(j) + "]"
-			p, ok := parseJSONObject(arr[j])
-			if !ok {
-				return nil, errInvalidRequest(`"` + pw + `" must be an object`)
-			}
-			typ, e := readString(p["type"], pw+".type")
+			p, typ, e := readContentPart(arr[j], pw)
 			if e != nil {
 				return nil, e
 			}

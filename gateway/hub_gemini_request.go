@@ -161,8 +161,12 @@ func geminiGenerationConfig(top map[string]json.RawMessage, gen *geminiWireGener
 	if e := geminiMaxOutputTokens(top, gen); e != nil {
 		return e
 	}
-	if e := geminiStopSequences(top["stop"], gen); e != nil {
-		return e
+	if raw := top["stop"]; !isJSONNull(raw) {
+		stop, e := readStopSequences(raw, false)
+		if e != nil {
+			return e
+		}
+		gen.StopSequences = stop
 	}
 	if e := geminiCandidateCount(top["n"], gen, stream); e != nil {
 		return e
@@ -206,38 +210,6 @@ func geminiMaxOutputTokens(top map[string]json.RawMessage, gen *geminiWireGenera
 		return errInvalidRequest(`"` + name + `" must be at least 1`)
 	}
 	gen.MaxOutputTokens = n
-	return nil
-}
-
-// geminiStopSequences maps stop (a string or an array of strings) to
-// stopSequences, leaving out empty strings.
-func geminiStopSequences(raw json.RawMessage, gen *geminiWireGenerationConfig) *apiError {
-	if isJSONNull(raw) {
-		return nil
-	}
-	if raw[0] == '"' {
-		s, e := readString(raw, "stop")
-		if e != nil {
-			return e
-		}
-		if s != "" {
-			gen.StopSequences = []string{s}
-		}
-		return nil
-	}
-	arr, ok := parseJSONArray(raw)
-	if !ok {
-		return errInvalidRequest(`"stop" must be a string or an array of strings`)
-	}
-	for i := 0; i < len(arr); i++ {
-		s, e := readString(arr[i], "stop")
-		if e != nil {
-			return e
-		}
-		if s != "" {
-			gen.StopSequences = append(gen.StopSequences, s)
-		}
-	}
 	return nil
 }
 

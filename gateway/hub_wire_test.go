@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 )
@@ -48,6 +49,25 @@ type hubTestToolCall struct {
 	} `json:"function"`
 }
 
+// hubTestCompletion is a client's view of a chat.completion.
+type hubTestCompletion struct {
+	Object  string `json:"object"`
+	Model   string `json:"model"`
+	Choices []struct {
+		Index        int    `json:"index"`
+		FinishReason string `json:"finish_reason"`
+		Message      struct {
+			Role      string `json:"role"`
+			ToolCalls []struct {
+				ID       string `json:"id"`
+				Function struct {
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"message"`
+	} `json:"choices"`
+}
+
 // hubTestPayloads returns the payloads of framed client output, failing
 // unless it is a sequence of "data: <payload>\n\n" events.
 func hubTestPayloads(t *testing.T, out []byte) []string {
@@ -84,4 +104,46 @@ func checkHubFraming(t *testing.T, out []byte) {
 		}
 		out = out[end+2:]
 	}
+}
+
+// fuzzHubStream drives tr over arbitrary upstream bytes the way the
+// pipeline does and checks what a client receives: well-framed events, a
+// 502 with a code in place of [DONE] when the stream fails, [DONE]
+// exactly when it ends cleanly, once, and nothing after it. With
+// payloadsWithError false, the call that fails must append nothing.
+func fuzzHubStream(t *testing.T, input []byte, tr streamTranslator, payloadsWithError bool) []byte {
+	t.Helper()
+	reader := newSSEReader(bytes.NewReader(input), 64<<10)
+	var out []byte
+	for {
+		ev, err := reader.next()
+		if err != nil {
+			if err != io.EOF && err != errStreamTooLarge {
+				t.Fatalf("reader: %v", err)
+			}
+			break
+		}
+		chunk, e := translateEvent(tr, ev)
+		checkHubFraming(t, chunk)
+		out = append(out, chunk...)
+		if e != nil {
+			if e.status != 502 || e.code == "" || bytes.Contains(chunk, sseDone) || !payloadsWithError && len(chunk) != 0 {
+				t.Fatalf("bad stream error %+v with %q", e, chunk)
+			}
+			return out
+		}
+	}
+	tail, e := translateFinish(tr)
+	checkHubFraming(t, tail)
+	out = append(out, tail...)
+	if done := bytes.HasSuffix(out, sseDone); (e == nil) != done {
+		t.Fatalf("finish: error %v but [DONE] %v in %q", e, done, out)
+	}
+	if n := bytes.Count(out, sseDone); n > 1 {
+		t.Fatalf("[DONE] sent %d times", n)
+	}
+	if i := bytes.Index(out, sseDone); i >= 0 && i+len(sseDone) != len(out) {
+		t.Fatalf("events after [DONE]: %q", out[i:])
+	}
+	return out
 }

@@ -260,3 +260,49 @@ func readArray(raw json.RawMessage, path string) ([]json.RawMessage, *apiError) 
 	}
 	return a, nil
 }
+
+// readContentPart reads one part of a message's content array: an
+// object with a string "type".
+func readContentPart(raw json.RawMessage, path string) (map[string]json.RawMessage, string, *apiError) {
+	m, e := readObject(raw, path)
+	if e != nil {
+		return nil, "", e
+	}
+	kind, e := readString(m["type"], path+".type")
+	if e != nil {
+		return nil, "", e
+	}
+	return m, kind, nil
+}
+
+// readStopSequences reads a non-null stop field, a string or an array of
+// strings, leaving out empty strings. indexPaths names a bad element
+// "stop[i]" in the error rather than "stop".
+func readStopSequences(raw json.RawMessage, indexPaths bool) ([]string, *apiError) {
+	if raw[0] == '"' {
+		s, e := readString(raw, "stop")
+		if e != nil || s == "" {
+			return nil, e
+		}
+		return []string{s}, nil
+	}
+	list, ok := parseJSONArray(raw)
+	if !ok {
+		return nil, errInvalidField("stop", "a string or an array of strings")
+	}
+	var stop []string
+	for i := 0; i < len(list); i++ {
+		path := "stop"
+		if indexPaths {
+			path = "stop[" + strconv.Itoa(i) + "]"
+		}
+		s, e := readString(list[i], path)
+		if e != nil {
+			return nil, e
+		}
+		if s != "" {
+			stop = append(stop, s)
+		}
+	}
+	return stop, nil
+}
