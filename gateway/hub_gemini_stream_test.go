@@ -32,7 +32,7 @@ type geminiAccumulatedCall struct {
 // from the first fragment, arguments concatenated), the last
 // finish_reason, the usage chunk.
 type geminiAccumulated struct {
-	id, model  string
+	id         string
 	role       string
 	content    string
 	calls      []geminiAccumulatedCall

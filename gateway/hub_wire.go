@@ -22,13 +22,16 @@ type hubChatCompletion struct {
 
 // hubChoice is one choice of a chat.completion.
 type hubChoice struct {
-	Index   int        `json:"index"`
-	Message hubMessage `json:"message"`
-	// Logprobs stays nil (null): no translated backend returns log
-	// probabilities, and the translators refuse requests for them.
-	Logprobs     json.RawMessage `json:"logprobs"`
-	FinishReason string          `json:"finish_reason"`
+	Index        int          `json:"index"`
+	Message      hubMessage   `json:"message"`
+	Logprobs     *hubLogprobs `json:"logprobs"`
+	FinishReason string       `json:"finish_reason"`
 }
+
+// hubLogprobs is never sent (a choice's logprobs is always null): no
+// translated backend returns log probabilities, and the translators
+// refuse requests for them.
+type hubLogprobs struct{}
 
 // hubMessage is the assistant message of a choice. Content is null when
 // the answer is tool calls only.
