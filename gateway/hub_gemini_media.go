@@ -121,7 +121,8 @@ func geminiEmbedResponse(body []byte, tc translateContext, batch bool) ([]byte, 
 		}
 		list = []geminiWireEmbedding{*r.Embedding}
 	}
-	out := hubEmbeddingList{Object: "list", Model: tc.requestedModel, Data: make([]hubEmbedding, 0, len(list))}
+	out := hubEmbeddingList{Object: "list", Model: tc.requestedModel, Data: make([]hubEmbedding, 0, len(list)),
+		Usage: encodeJSON(hubEmbeddingUsage{})}
 	for i := 0; i < len(list); i++ {
 		vals := list[i].Values
 		if vals == nil {
@@ -132,7 +133,11 @@ func geminiEmbedResponse(body []byte, tc translateContext, batch bool) ([]byte, 
 				return nil, usage{}, geminiBadResponse(nil)
 			}
 		}
-		out.Data = append(out.Data, hubEmbedding{Object: "embedding", Index: i, Embedding: encodeJSON(vals)})
+		embedding := encodeJSON(vals)
+		if embedding == nil {
+			return nil, usage{}, geminiBadResponse(nil)
+		}
+		out.Data = append(out.Data, hubEmbedding{Object: "embedding", Index: i, Embedding: embedding})
 	}
 	data := encodeJSON(out)
 	if data == nil {

@@ -133,12 +133,14 @@ func hubUsagePayload(tc translateContext, id string, u *hubUsage) streamPayload 
 	return streamPayload{data: encodeJSON(&c)}
 }
 
-// hubEmbeddingList is an embeddings response.
+// hubEmbeddingList is an embeddings response. Usage holds an encoded
+// hubEmbeddingUsage; it stays raw so that a rewrite of the vectors
+// (geminiEmbedBase64) passes on whatever usage it read.
 type hubEmbeddingList struct {
-	Object string            `json:"object"` // "list"
-	Data   []hubEmbedding    `json:"data"`
-	Model  string            `json:"model"`
-	Usage  hubEmbeddingUsage `json:"usage"`
+	Object string          `json:"object"` // "list"
+	Data   []hubEmbedding  `json:"data"`
+	Model  string          `json:"model"`
+	Usage  json.RawMessage `json:"usage"`
 }
 
 // hubEmbedding is one vector of an embeddings response: Embedding is a
