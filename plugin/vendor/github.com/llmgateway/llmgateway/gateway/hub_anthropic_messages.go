@@ -7,24 +7,23 @@ import (
 	"strings"
 )
 
-// The conversation half of the OpenAI → Anthropic request translation:
+// The conversation half of the hub → Anthropic request translation:
 // messages, content parts and tool calls/results become Anthropic turns
-// and blocks (wire-formats §5.1). See translate_anthropic.go for the
-// choices it makes.
+// and blocks. hub_anthropic.go lists the choices it makes.
 
 // messages converts the conversation: system text is hoisted, the rest
 // becomes alternating user/assistant turns.
 func (b *anthropicRequestBuilder) messages() *apiError {
 	raw, ok := b.field("messages")
 	if !ok {
-		return errBadRequest("invalid_request", "\"messages\" is required")
+		return errInvalidRequest("\"messages\" is required")
 	}
-	list, e := b.array(raw, "messages")
+	list, e := readArray(raw, "messages")
 	if e != nil {
 		return e
 	}
 	if len(list) == 0 {
-		return errBadRequest("invalid_request", "\"messages\" must not be empty")
+		return errInvalidRequest("\"messages\" must not be empty")
 	}
 	for i := 0; i < len(list); i++ {
 		if e := b.message(list[i], "messages["+strconv.Itoa(i)+"]"); e != nil {
@@ -32,7 +31,7 @@ func (b *anthropicRequestBuilder) messages() *apiError {
 		}
 	}
 	if len(b.req.Messages) == 0 {
-		return errBadRequest("invalid_request", "\"messages\" must contain at least one non-empty user or assistant message")
+		return errInvalidRequest("\"messages\" must contain at least one non-empty user or assistant message")
 	}
 	for i := 0; i < len(b.req.Messages); i++ {
 		if b.req.Messages[i].Role == "user" {
@@ -43,12 +42,13 @@ func (b *anthropicRequestBuilder) messages() *apiError {
 	return nil
 }
 
+// message converts one message by its role.
 func (b *anthropicRequestBuilder) message(raw json.RawMessage, path string) *apiError {
-	m, e := b.object(raw, path)
+	m, e := readObject(raw, path)
 	if e != nil {
 		return e
 	}
-	role, e := b.str(m["role"], path+".role")
+	role, e := readString(m["role"], path+".role")
 	if e != nil {
 		return e
 	}
@@ -77,7 +77,7 @@ func (b *anthropicRequestBuilder) message(raw json.RawMessage, path string) *api
 	case "function":
 		return anthropicUnsupported(path+".role", "role \"function\" is deprecated; use tool messages")
 	}
-	return anthropicInvalid(path+".role", "one of system, developer, user, assistant or tool")
+	return errInvalidField(path+".role", "one of system, developer, user, assistant or tool")
 }
 
 // appendTurn adds blocks as a turn, merging into the previous turn when
@@ -111,16 +111,18 @@ func anthropicToolResultsFirst(blocks []anthropicWireBlock) []anthropicWireBlock
 	return out
 }
 
+// assistant converts an assistant message: its text (or, alone, its
+// refusal), then its tool calls as tool_use blocks.
 func (b *anthropicRequestBuilder) assistant(m map[string]json.RawMessage, path string) *apiError {
-	if !anthropicIsNull(m["function_call"]) {
+	if !isJSONNull(m["function_call"]) {
 		return anthropicUnsupported(path+".function_call", "deprecated; use tool_calls")
 	}
 	blocks, e := b.content(m["content"], path+".content", "assistant")
 	if e != nil {
 		return e
 	}
-	if raw := m["refusal"]; !anthropicIsNull(raw) {
-		refusal, e := b.str(raw, path+".refusal")
+	if raw := m["refusal"]; !isJSONNull(raw) {
+		refusal, e := readString(raw, path+".refusal")
 		if e != nil {
 			return e
 		}
@@ -128,8 +130,8 @@ func (b *anthropicRequestBuilder) assistant(m map[string]json.RawMessage, path s
 			blocks = append(blocks, anthropicWireBlock{Type: "text", Text: refusal})
 		}
 	}
-	if raw := m["tool_calls"]; !anthropicIsNull(raw) {
-		calls, e := b.array(raw, path+".tool_calls")
+	if raw := m["tool_calls"]; !isJSONNull(raw) {
+		calls, e := readArray(raw, path+".tool_calls")
 		if e != nil {
 			return e
 		}
@@ -145,13 +147,14 @@ func (b *anthropicRequestBuilder) assistant(m map[string]json.RawMessage, path s
 	return nil
 }
 
+// toolUse converts one tool call into a tool_use block.
 func (b *anthropicRequestBuilder) toolUse(raw json.RawMessage, path string) (anthropicWireBlock, *apiError) {
-	call, e := b.object(raw, path)
+	call, e := readObject(raw, path)
 	if e != nil {
 		return anthropicWireBlock{}, e
 	}
-	if t := call["type"]; !anthropicIsNull(t) {
-		kind, e := b.str(t, path+".type")
+	if t := call["type"]; !isJSONNull(t) {
+		kind, e := readString(t, path+".type")
 		if e != nil {
 			return anthropicWireBlock{}, e
 		}
@@ -159,27 +162,27 @@ func (b *anthropicRequestBuilder) toolUse(raw json.RawMessage, path string) (ant
 			return anthropicWireBlock{}, anthropicUnsupported(path+".type", "tool call type \""+kind+"\"")
 		}
 	}
-	id, e := b.str(call["id"], path+".id")
+	id, e := readString(call["id"], path+".id")
 	if e != nil || id == "" {
-		return anthropicWireBlock{}, anthropicInvalid(path+".id", "a non-empty string")
+		return anthropicWireBlock{}, errInvalidField(path+".id", "a non-empty string")
 	}
-	fn, e := b.object(call["function"], path+".function")
+	fn, e := readObject(call["function"], path+".function")
 	if e != nil {
 		return anthropicWireBlock{}, e
 	}
-	name, e := b.str(fn["name"], path+".function.name")
+	name, e := readString(fn["name"], path+".function.name")
 	if e != nil || name == "" {
-		return anthropicWireBlock{}, anthropicInvalid(path+".function.name", "a non-empty string")
+		return anthropicWireBlock{}, errInvalidField(path+".function.name", "a non-empty string")
 	}
 	input := json.RawMessage("{}")
 	args := fn["arguments"]
 	switch {
-	case anthropicIsNull(args):
+	case isJSONNull(args):
 	case args[0] == '{':
 		// Some clients send the arguments as an object, not a string.
 		input = args
 	default:
-		text, e := b.str(args, path+".function.arguments")
+		text, e := readString(args, path+".function.arguments")
 		if e != nil {
 			return anthropicWireBlock{}, e
 		}
@@ -201,29 +204,29 @@ func anthropicToolInput(args string) json.RawMessage {
 
 // toolResult turns a role "tool" message into a user-turn tool_result.
 func (b *anthropicRequestBuilder) toolResult(m map[string]json.RawMessage, path string) *apiError {
-	id, e := b.str(m["tool_call_id"], path+".tool_call_id")
+	id, e := readString(m["tool_call_id"], path+".tool_call_id")
 	if e != nil || id == "" {
-		return anthropicInvalid(path+".tool_call_id", "a non-empty string")
+		return errInvalidField(path+".tool_call_id", "a non-empty string")
 	}
 	block := anthropicWireBlock{Type: "tool_result", ToolUseID: id}
 	raw := m["content"]
-	if !anthropicIsNull(raw) && raw[0] == '"' {
-		text, e := b.str(raw, path+".content")
+	if !isJSONNull(raw) && raw[0] == '"' {
+		text, e := readString(raw, path+".content")
 		if e != nil {
 			return e
 		}
 		if text != "" {
 			block.Content = raw
 		}
-	} else if !anthropicIsNull(raw) {
+	} else if !isJSONNull(raw) {
 		parts, e := b.content(raw, path+".content", "tool")
 		if e != nil {
 			return e
 		}
 		if len(parts) > 0 {
-			encoded, err := anthropicEncodeJSON(parts)
-			if err != nil {
-				return anthropicInvalid(path+".content", "a string or an array of content parts")
+			encoded := encodeJSON(parts)
+			if encoded == nil {
+				return errInvalidField(path+".content", "a string or an array of content parts")
 			}
 			block.Content = encoded
 		}
@@ -236,14 +239,14 @@ func (b *anthropicRequestBuilder) toolResult(m map[string]json.RawMessage, path 
 // into blocks, allowing the part types role may carry. Empty text is
 // dropped.
 func (b *anthropicRequestBuilder) content(raw json.RawMessage, path, role string) ([]anthropicWireBlock, *apiError) {
-	if anthropicIsNull(raw) {
+	if isJSONNull(raw) {
 		if role == "user" || role == "system" || role == "developer" {
-			return nil, anthropicInvalid(path, "a string or an array of content parts")
+			return nil, errInvalidField(path, "a string or an array of content parts")
 		}
 		return nil, nil
 	}
 	if raw[0] == '"' {
-		text, e := b.str(raw, path)
+		text, e := readString(raw, path)
 		if e != nil {
 			return nil, e
 		}
@@ -252,9 +255,9 @@ func (b *anthropicRequestBuilder) content(raw json.RawMessage, path, role string
 		}
 		return []anthropicWireBlock{{Type: "text", Text: text}}, nil
 	}
-	parts, e := b.array(raw, path)
+	parts, e := readArray(raw, path)
 	if e != nil {
-		return nil, anthropicInvalid(path, "a string or an array of content parts")
+		return nil, errInvalidField(path, "a string or an array of content parts")
 	}
 	var blocks []anthropicWireBlock
 	for i := 0; i < len(parts); i++ {
@@ -269,19 +272,16 @@ func (b *anthropicRequestBuilder) content(raw json.RawMessage, path, role string
 	return blocks, nil
 }
 
-// part converts one content part; keep is false for empty text.
-func (b *anthropicRequestBuilder) part(raw json.RawMessage, path, role string) (block anthropicWireBlock, keep bool, e *apiError) {
-	m, e := b.object(raw, path)
-	if e != nil {
-		return anthropicWireBlock{}, false, e
-	}
-	kind, e := b.str(m["type"], path+".type")
+// part converts one content part; the bool is false for empty text,
+// which makes no block.
+func (b *anthropicRequestBuilder) part(raw json.RawMessage, path, role string) (anthropicWireBlock, bool, *apiError) {
+	m, kind, e := readContentPart(raw, path)
 	if e != nil {
 		return anthropicWireBlock{}, false, e
 	}
 	switch kind {
 	case "text":
-		text, e := b.str(m["text"], path+".text")
+		text, e := readString(m["text"], path+".text")
 		if e != nil {
 			return anthropicWireBlock{}, false, e
 		}
@@ -290,7 +290,7 @@ func (b *anthropicRequestBuilder) part(raw json.RawMessage, path, role string) (
 		if role != "assistant" {
 			return anthropicWireBlock{}, false, anthropicPartNotAllowed(path, role, kind)
 		}
-		text, e := b.str(m["refusal"], path+".refusal")
+		text, e := readString(m["refusal"], path+".refusal")
 		if e != nil {
 			return anthropicWireBlock{}, false, e
 		}
@@ -325,8 +325,10 @@ func anthropicHasText(text string) bool {
 	return strings.TrimSpace(text) != ""
 }
 
+// anthropicPartNotAllowed is the 400 for a part type the role cannot
+// carry.
 func anthropicPartNotAllowed(path, role, kind string) *apiError {
-	return anthropicInvalid(path+".type", "a part type allowed in "+role+" messages (got \""+kind+"\")")
+	return errInvalidField(path+".type", "a part type allowed in "+role+" messages (got \""+kind+"\")")
 }
 
 // imageSource maps an image_url ({"url":...} or a bare string) to a
@@ -334,17 +336,17 @@ func anthropicPartNotAllowed(path, role, kind string) *apiError {
 func (b *anthropicRequestBuilder) imageSource(raw json.RawMessage, path string) (*anthropicWireSource, *apiError) {
 	var url string
 	if len(raw) > 0 && raw[0] == '"' {
-		s, e := b.str(raw, path)
+		s, e := readString(raw, path)
 		if e != nil {
 			return nil, e
 		}
 		url = s
 	} else {
-		m, e := b.object(raw, path)
+		m, e := readObject(raw, path)
 		if e != nil {
 			return nil, e
 		}
-		s, e := b.str(m["url"], path+".url")
+		s, e := readString(m["url"], path+".url")
 		if e != nil {
 			return nil, e
 		}
@@ -354,54 +356,34 @@ func (b *anthropicRequestBuilder) imageSource(raw json.RawMessage, path string) 
 	if strings.HasPrefix(lower, "https://") || strings.HasPrefix(lower, "http://") {
 		return &anthropicWireSource{Type: "url", URL: url}, nil
 	}
-	if mediaType, data, ok := anthropicDataURL(url); ok {
+	if mediaType, data, ok := parseDataURL(url); ok {
 		return &anthropicWireSource{Type: "base64", MediaType: mediaType, Data: data}, nil
 	}
-	return nil, anthropicInvalid(path+".url", "an http(s) URL or a data:<media type>;base64,<data> URL")
+	return nil, errInvalidField(path+".url", "an http(s) URL or a data:<media type>;base64,<data> URL")
 }
 
 // fileSource maps a file part carrying inline file_data to a document
 // source; uploaded files (file_id) do not exist on Anthropic.
 func (b *anthropicRequestBuilder) fileSource(raw json.RawMessage, path string) (*anthropicWireSource, *apiError) {
-	m, e := b.object(raw, path)
+	m, e := readObject(raw, path)
 	if e != nil {
 		return nil, e
 	}
-	if anthropicIsNull(m["file_data"]) {
-		if !anthropicIsNull(m["file_id"]) {
+	if isJSONNull(m["file_data"]) {
+		if !isJSONNull(m["file_id"]) {
 			return nil, anthropicUnsupported(path+".file_id", "uploaded files")
 		}
-		return nil, anthropicInvalid(path+".file_data", "a data URL or base64 string")
+		return nil, errInvalidField(path+".file_data", "a data URL or base64 string")
 	}
-	data, e := b.str(m["file_data"], path+".file_data")
+	data, e := readString(m["file_data"], path+".file_data")
 	if e != nil {
 		return nil, e
 	}
-	if mediaType, payload, ok := anthropicDataURL(data); ok {
+	if mediaType, payload, ok := parseDataURL(data); ok {
 		return &anthropicWireSource{Type: "base64", MediaType: mediaType, Data: payload}, nil
 	}
-	if strings.HasPrefix(data, "data:") || data == "" {
-		return nil, anthropicInvalid(path+".file_data", "a data URL or base64 string")
+	if hasDataScheme(data) || data == "" {
+		return nil, errInvalidField(path+".file_data", "a data URL or base64 string")
 	}
 	return &anthropicWireSource{Type: "base64", MediaType: "application/pdf", Data: data}, nil
-}
-
-// anthropicDataURL splits "data:<media type>;base64,<data>".
-func anthropicDataURL(url string) (mediaType, data string, ok bool) {
-	if len(url) < 5 || !strings.EqualFold(url[:5], "data:") {
-		return "", "", false
-	}
-	comma := strings.IndexByte(url, ',')
-	if comma < 0 {
-		return "", "", false
-	}
-	meta := url[5:comma]
-	if !strings.HasSuffix(strings.ToLower(meta), ";base64") {
-		return "", "", false
-	}
-	mediaType = meta[:strings.IndexByte(meta, ';')]
-	if mediaType == "" || comma+1 >= len(url) {
-		return "", "", false
-	}
-	return mediaType, url[comma+1:], true
 }

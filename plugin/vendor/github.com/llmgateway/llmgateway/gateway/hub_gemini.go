@@ -1,18 +1,23 @@
 package gateway
 
 import (
-	"bytes"
 	"encoding/json"
-	"math"
 	"net/http"
-	"strconv"
 )
 
-// Gemini (v1beta) translation: OpenAI-shaped chat, embeddings and image
+// Hub ⇄ Gemini (v1beta): OpenAI-shaped chat, embeddings and image
 // requests to generateContent / streamGenerateContent?alt=sse /
 // embedContent / batchEmbedContents / Imagen predict, and back. The
 // pipeline builds the URLs; the model lives there, not in the bodies
 // (except embeddings, where every request names "models/<id>").
+//
+// Files: hub_gemini_request.go (entry point, generationConfig),
+// hub_gemini_messages.go and hub_gemini_parts.go (the conversation),
+// hub_gemini_tools.go and hub_gemini_schema.go (tools), then
+// hub_gemini_response.go and hub_gemini_stream.go (answers),
+// hub_gemini_media.go (embeddings, images); the Gemini shapes are in
+// hub_gemini_wire.go. This file describes the mapping and holds the
+// errors they share.
 //
 // Chat request mapping (geminiChatRequest):
 //
@@ -21,10 +26,11 @@ import (
 //     "model", tool → a functionResponse part in a "user" turn.
 //     Consecutive turns of the same role are merged. Empty text is
 //     skipped, and a turn left with no parts is dropped.
-//   - Parts: text; image_url data: URLs → inlineData, http(s) URLs →
-//     fileData with a MIME type guessed from the path's extension
-//     (image/jpeg when unknown); input_audio (wav, mp3) → inlineData;
-//     file.file_data → inlineData (file_id is a 400: an OpenAI file id
+//   - Parts: text; image_url data: URLs (parseDataURL) → inlineData,
+//     http(s) URLs → fileData with a MIME type guessed from the path's
+//     extension (image/jpeg when unknown); input_audio (wav, mp3) →
+//     inlineData; file.file_data (a data URL, or base64 with a filename
+//     of a known type) → inlineData (file_id is a 400: an OpenAI file id
 //     means nothing to Gemini); an assistant refusal part → text.
 //     image_url.detail is dropped (Gemini has no per-image detail).
 //   - Assistant tool_calls → functionCall {name, args}; arguments must
@@ -70,7 +76,8 @@ import (
 // (inline images, executable code) are dropped; functionCall parts
 // become tool_calls with ids "call_<base>_<n>" (base = responseId, or
 // the fallback id without "chatcmpl-"), or Gemini's own id when it sends
-// one. A prompt blocked before generation (promptFeedback.blockReason,
+// one; a call's thought signature rides in its id (geminiSignatureMark)
+// and returns to Gemini with the call in the next request. A prompt blocked before generation (promptFeedback.blockReason,
 // no candidates) becomes one choice with empty content and
 // finish_reason "content_filter". finishReason: STOP → stop (tool_calls
 // when the candidate called a function), MAX_TOKENS → length,
@@ -93,35 +100,26 @@ import (
 // without any finishReason is a 502 upstream_stream_truncated. Only
 // candidate 0 is streamed (n > 1 with stream is refused).
 
-// ---------------------------------------------------------------------
-// Errors
-
-func gemBadRequest(msg string) *apiError {
-	return errBadRequest("invalid_request", msg)
-}
-
-func gemUnsupported(msg string) *apiError {
+// geminiUnsupported is the 400 for a meaningful parameter Gemini cannot
+// express.
+func geminiUnsupported(msg string) *apiError {
 	return errBadRequest("unsupported_parameter", msg)
 }
 
-func gemBadUpstream(cause error) *apiError {
+// geminiBadResponse is the 502 for a Gemini answer that does not parse;
+// cause is logged, never sent.
+func geminiBadResponse(cause error) *apiError {
 	e := newError(http.StatusBadGateway, "server_error", "upstream_bad_response",
 		"the gemini upstream returned a response the gateway could not parse")
 	e.cause = cause
 	return e
 }
 
-type gemErrorIn struct {
-	Code    int64  `json:"code"`
-	Message string `json:"message"`
-	Status  string `json:"status"`
-}
-
-// gemUpstreamError turns a Gemini {"error":{...}} body into a 502 that
+// geminiUpstreamError turns a Gemini {"error":{...}} body into a 502 that
 // carries Gemini's status and message, with the body under
 // error.upstream.
-func gemUpstreamError(raw json.RawMessage, whole []byte) *apiError {
-	var ge gemErrorIn
+func geminiUpstreamError(raw json.RawMessage, whole []byte) *apiError {
+	var ge geminiWireError
 	_ = json.Unmarshal(raw, &ge)
 	msg := "the gemini upstream reported an error"
 	if ge.Status != "" {
@@ -134,165 +132,3 @@ func gemUpstreamError(raw json.RawMessage, whole []byte) *apiError {
 	e.upstream = embedUpstreamBody(whole)
 	return e
 }
-
-// ---------------------------------------------------------------------
-// JSON helpers (the input has passed json.Valid before these run)
-
-// gemMarshal encodes v without HTML escaping and without a trailing
-// newline.
-func gemMarshal(v interface{}) []byte {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n")
-}
-
-func gemQuote(s string) json.RawMessage {
-	return json.RawMessage(gemMarshal(s))
-}
-
-func gemIsNull(raw json.RawMessage) bool {
-	return len(raw) == 0 || string(raw) == "null"
-}
-
-func gemParseObject(raw json.RawMessage) (map[string]json.RawMessage, bool) {
-	if len(raw) == 0 || raw[0] != '{' {
-		return nil, false
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, false
-	}
-	return m, true
-}
-
-func gemParseArray(raw json.RawMessage) ([]json.RawMessage, bool) {
-	if len(raw) == 0 || raw[0] != '[' {
-		return nil, false
-	}
-	var a []json.RawMessage
-	if err := json.Unmarshal(raw, &a); err != nil {
-		return nil, false
-	}
-	return a, true
-}
-
-func gemString(raw json.RawMessage, name string) (string, *apiError) {
-	if len(raw) == 0 || raw[0] != '"' {
-		return "", gemBadRequest(`"` + name + `" must be a string`)
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", gemBadRequest(`"` + name + `" must be a string`)
-	}
-	return s, nil
-}
-
-func gemIsNumber(raw json.RawMessage) bool {
-	if len(raw) == 0 {
-		return false
-	}
-	c := raw[0]
-	return c == '-' || (c >= '0' && c <= '9')
-}
-
-// gemNumber returns a number's exact text.
-func gemNumber(raw json.RawMessage, name string) (json.RawMessage, *apiError) {
-	if !gemIsNumber(raw) {
-		return nil, gemBadRequest(`"` + name + `" must be a number`)
-	}
-	return raw, nil
-}
-
-func gemInt(raw json.RawMessage, name string) (int64, *apiError) {
-	if !gemIsNumber(raw) {
-		return 0, gemBadRequest(`"` + name + `" must be an integer`)
-	}
-	if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
-		return n, nil
-	}
-	f, err := strconv.ParseFloat(string(raw), 64)
-	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1e15 {
-		return 0, gemBadRequest(`"` + name + `" must be an integer`)
-	}
-	return int64(f), nil
-}
-
-func gemBool(raw json.RawMessage, name string) (bool, *apiError) {
-	switch string(raw) {
-	case "true":
-		return true, nil
-	case "false":
-		return false, nil
-	}
-	return false, gemBadRequest(`"` + name + `" must be a boolean`)
-}
-
-// gemTruthy reports whether a JSON value is set to something other than
-// null, false, "", 0, [] or {}.
-func gemTruthy(raw json.RawMessage) bool {
-	s := string(raw)
-	switch s {
-	case "", "null", "false", `""`, "[]", "{}":
-		return false
-	}
-	if gemIsNumber(raw) {
-		f, err := strconv.ParseFloat(s, 64)
-		return err != nil || f != 0
-	}
-	if raw[0] == '[' || raw[0] == '{' {
-		return len(bytes.TrimSpace(raw[1:len(raw)-1])) > 0
-	}
-	return true
-}
-
-func gemTopObject(body []byte) (map[string]json.RawMessage, *apiError) {
-	if !json.Valid(body) {
-		return nil, errBadRequest("invalid_json", "request body is not valid JSON")
-	}
-	top, ok := gemParseObject(json.RawMessage(bytes.TrimSpace(body)))
-	if !ok {
-		return nil, errBadRequest("invalid_json", "request body must be a JSON object")
-	}
-	return top, nil
-}
-
-// gemOrderedObject decodes a JSON object keeping its key order.
-func gemOrderedObject(raw json.RawMessage) ([]string, []json.RawMessage, bool) {
-	if len(raw) == 0 || raw[0] != '{' {
-		return nil, nil, false
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, nil, false
-	}
-	if d, isDelim := tok.(json.Delim); !isDelim || d != '{' {
-		return nil, nil, false
-	}
-	var keys []string
-	var vals []json.RawMessage
-	for dec.More() {
-		kt, err := dec.Token()
-		if err != nil {
-			return nil, nil, false
-		}
-		key, isStr := kt.(string)
-		if !isStr {
-			return nil, nil, false
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, nil, false
-		}
-		keys = append(keys, key)
-		vals = append(vals, v)
-	}
-	return keys, vals, true
-}
-
-// ---------------------------------------------------------------------
-// Gemini request shapes
