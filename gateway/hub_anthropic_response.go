@@ -1,0 +1,172 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strings"
+)
+
+// Anthropic Messages response → hub chat.completion
+// (anthropicChatResponse), and what the stream translator
+// (hub_anthropic_stream.go) shares with it: finish reasons, usage and
+// errors. Thinking and redacted_thinking blocks are dropped, whole or
+// streamed: OpenAI's chat format has no standard field for them, and
+// completion_tokens already counts them. Block types this translator
+// does not know (server tools, citations) are ignored.
+
+// anthropicFinishReason maps a stop_reason to a finish_reason; unknown
+// or missing reasons read as a normal stop.
+func anthropicFinishReason(stopReason *string) string {
+	if stopReason == nil {
+		return "stop"
+	}
+	switch *stopReason {
+	case "max_tokens", "model_context_window_exceeded":
+		return "length"
+	case "tool_use":
+		return "tool_calls"
+	case "refusal":
+		return "content_filter"
+	}
+	return "stop"
+}
+
+// anthropicBadResponse is the 502 for an Anthropic answer that does not
+// parse; cause is logged, never sent.
+func anthropicBadResponse(what string, cause error) *apiError {
+	e := newError(http.StatusBadGateway, "server_error", "upstream_bad_response",
+		"anthropic-type provider sent a malformed "+what)
+	e.cause = cause
+	return e
+}
+
+// addTo folds the reported counts into u; absent counts leave u
+// unchanged.
+func (w *anthropicWireUsage) addTo(u *usage) {
+	if w == nil {
+		return
+	}
+	u.reported = true
+	if w.InputTokens != nil {
+		u.promptTokens = *w.InputTokens
+	}
+	if w.CacheCreationInputTokens != nil {
+		u.cacheCreationTokens = *w.CacheCreationInputTokens
+	}
+	if w.CacheReadInputTokens != nil {
+		u.cacheReadTokens = *w.CacheReadInputTokens
+	}
+	if w.OutputTokens != nil {
+		u.completionTokens = *w.OutputTokens
+	}
+}
+
+// anthropicUsageTotals turns the raw fold (promptTokens holding
+// input_tokens only) into the gateway's usage, where promptTokens
+// includes the cache counts.
+func anthropicUsageTotals(raw usage) usage {
+	raw.promptTokens += raw.cacheCreationTokens + raw.cacheReadTokens
+	return raw
+}
+
+// anthropicChatResponse translates a non-streaming Messages response
+// into an OpenAI chat.completion and reports its usage.
+func anthropicChatResponse(body []byte, tc translateContext) ([]byte, usage, *apiError) {
+	var msg anthropicWireResponse
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return nil, usage{}, anthropicBadResponse("response (not a JSON object)", nil)
+	}
+	if err := json.Unmarshal(trimmed, &msg); err != nil {
+		return nil, usage{}, anthropicBadResponse("response", err)
+	}
+	if msg.Type == "error" || msg.Error != nil {
+		e := anthropicStreamError(msg.Error)
+		e.upstream = embedUpstreamBody(trimmed)
+		return nil, usage{}, e
+	}
+	if msg.Type != "message" && (msg.Type != "" || msg.Content == nil) {
+		return nil, usage{}, anthropicBadResponse("response (not a message)", nil)
+	}
+	var text strings.Builder
+	hasText := false
+	var calls []hubToolCall
+	for i := 0; i < len(msg.Content); i++ {
+		block := msg.Content[i]
+		switch block.Type {
+		case "text":
+			text.WriteString(block.Text)
+			hasText = true
+		case "tool_use":
+			calls = append(calls, hubToolCall{ID: block.ID, Type: "function",
+				Function: hubFunction{Name: block.Name, Arguments: compactArguments(block.Input)}})
+		}
+	}
+	message := hubMessage{Role: "assistant", ToolCalls: calls}
+	if hasText || len(calls) == 0 {
+		s := text.String()
+		message.Content = &s
+	}
+	id := msg.ID
+	if id == "" {
+		id = tc.idFallback
+	}
+	out := hubChatCompletion{
+		ID:      id,
+		Object:  "chat.completion",
+		Created: tc.created,
+		Model:   tc.requestedModel,
+		Choices: []hubChoice{{Index: 0, Message: message, FinishReason: anthropicFinishReason(msg.StopReason)}},
+	}
+	var u usage
+	msg.Usage.addTo(&u)
+	u = anthropicUsageTotals(u)
+	if u.reported {
+		out.Usage = newHubUsage(u)
+	}
+	data := encodeJSON(&out)
+	if data == nil {
+		return nil, usage{}, anthropicBadResponse("response", nil)
+	}
+	return data, u, nil
+}
+
+// anthropicStreamError is the error an Anthropic "error" payload
+// becomes: a 502 naming Anthropic's error type and message.
+func anthropicStreamError(detail *anthropicWireError) *apiError {
+	msg := "anthropic-type provider reported an error"
+	if detail != nil && detail.Type != "" {
+		msg += ": " + detail.Type
+		if detail.Message != "" {
+			msg += ": " + detail.Message
+		}
+	}
+	return newError(http.StatusBadGateway, "server_error", "upstream_error", msg)
+}
+
+// anthropicToolResultText flattens a tool_result's content (a string or
+// an array of blocks, whose text blocks are joined with newlines) into
+// the plain string an OpenAI tool message needs, prefixed "Error: "
+// when isError.
+func anthropicToolResultText(raw json.RawMessage, isError bool) string {
+	text := ""
+	if !isJSONNull(raw) && raw[0] == '"' {
+		_ = json.Unmarshal(raw, &text)
+	} else if !isJSONNull(raw) {
+		var blocks []anthropicWireContent
+		if json.Unmarshal(raw, &blocks) == nil {
+			var parts []string
+			for i := 0; i < len(blocks); i++ {
+				if blocks[i].Type == "text" {
+					parts = append(parts, blocks[i].Text)
+				}
+			}
+			text = strings.Join(parts, "\n")
+		}
+	}
+	if isError {
+		return "Error: " + text
+	}
+	return text
+}
