@@ -1,0 +1,78 @@
+package yaegigate
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/traefik/yaegi/interp"
+	"github.com/traefik/yaegi/stdlib"
+)
+
+// The core forbids named function results (gateway/yaegi_rules_test.go
+// enforces it) because Yaegi v0.16.1 does not zero them on every call:
+// a named result that is appended to and returned bare keeps earlier
+// calls' values when interpreted code calls it from an if statement's
+// init in a loop (a plain call, or a call from compiled code through
+// reflect, got fresh results in our experiments). This test records that interpreter behaviour,
+// so the rule's reason stays checkable: if a future Yaegi zeroes named
+// results, this test fails and the rule can be reconsidered.
+func TestYaegiNamedResultsAreNotZeroedPerCall(t *testing.T) {
+	i := interp.New(interp.Options{})
+	require.NoError(t, i.Use(stdlib.Symbols))
+	_, err := i.Eval(`
+func appendNamed(n int) (out []int, err error) {
+	for i := 0; i < n; i++ {
+		out = append(out, i)
+	}
+	return
+}
+
+func appendUnnamed(n int) ([]int, error) {
+	var out []int
+	for i := 0; i < n; i++ {
+		out = append(out, i)
+	}
+	return out, nil
+}
+
+// Interpreted callers, as in the core: the longest result of three
+// rounds of calls made from if statements in a loop.
+func longestNamed() int {
+	longest := 0
+	for i := 0; i < 3; i++ {
+		if out, _ := appendNamed(3); len(out) > longest {
+			longest = len(out)
+		}
+		if out, _ := appendNamed(0); len(out) > longest {
+			longest = len(out)
+		}
+	}
+	return longest
+}
+
+func longestUnnamed() int {
+	longest := 0
+	for i := 0; i < 3; i++ {
+		if out, _ := appendUnnamed(3); len(out) > longest {
+			longest = len(out)
+		}
+		if out, _ := appendUnnamed(0); len(out) > longest {
+			longest = len(out)
+		}
+	}
+	return longest
+}
+`)
+	require.NoError(t, err)
+	second := func(name string) int {
+		v, err := i.Eval(name)
+		require.NoError(t, err)
+		fn, ok := v.Interface().(func() int)
+		require.True(t, ok, "%s has type %s", name, v.Type())
+		return fn()
+	}
+	unnamed := second("longestUnnamed")
+	named := second("longestNamed")
+	require.Equal(t, 3, unnamed, "unnamed results are fresh on every call")
+	require.Greater(t, named, 3, "Yaegi kept the named result of earlier calls (the reason for the core's no-named-results rule)")
+}
