@@ -100,7 +100,12 @@ func (c *call) tryCandidate(o *outbound, budget int) (*exchange, *apiError) {
 		if e == nil {
 			return x, nil
 		}
-		if !e.policy().retry || c.rec.attempts >= budget || c.r.Context().Err() != nil {
+		if err := c.r.Context().Err(); err != nil && e.class != failClientCancel {
+			// The client left while the upstream answered: nobody reads
+			// that answer, and no retry is made for it.
+			return nil, exchangeFailure(o.provider.name, nil, c.r.Context(), err)
+		}
+		if !e.policy().retry || c.rec.attempts >= budget {
 			return nil, e
 		}
 		last = e

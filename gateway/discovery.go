@@ -19,10 +19,6 @@ const (
 // warm fill (a variable only so tests can shorten it).
 var warmFillRetryDelay = 10 * time.Second
 
-// afterFunc schedules the cold-start retry (time.AfterFunc; a variable
-// only so tests can hold the retry and run it when they choose).
-var afterFunc = func(d time.Duration, f func()) *time.Timer { return time.AfterFunc(d, f) }
-
 // discoveryState is one discovering provider's mutable state.
 type discoveryState struct {
 	provider *providerRuntime
@@ -57,6 +53,9 @@ type discoverer struct {
 
 	mu     sync.Mutex
 	timers []*time.Timer
+	// schedule arms the cold-start retry (time.AfterFunc; tests hold the
+	// retry to run it when they choose).
+	schedule func(delay time.Duration, f func()) *time.Timer
 }
 
 func newDiscoverer(c *compiledConfig, transport http.RoundTripper, log *logger) *discoverer {
@@ -65,6 +64,7 @@ func newDiscoverer(c *compiledConfig, transport http.RoundTripper, log *logger) 
 		transport = &retryingTransport{rt: transport, settings: c.retry}
 	}
 	d := &discoverer{transport: transport, log: log, now: time.Now, retryDelay: warmFillRetryDelay, ctx: ctx, cancel: cancel}
+	d.schedule = func(delay time.Duration, f func()) *time.Timer { return time.AfterFunc(delay, f) }
 	for i := 0; i < len(c.providerNames); i++ {
 		p := c.providers[c.providerNames[i]]
 		if p.discoveryInterval > 0 {
@@ -120,7 +120,7 @@ func (d *discoverer) scheduleRetry(s *discoveryState) {
 	if d.ctx.Err() != nil {
 		return
 	}
-	d.timers = append(d.timers, afterFunc(d.retryDelay, func() {
+	d.timers = append(d.timers, d.schedule(d.retryDelay, func() {
 		defer func() { _ = recover() }()
 		s.mu.Lock()
 		skip := s.refreshing || s.completed != completedAtFailure

@@ -232,22 +232,31 @@ func TestDiscoveryColdStartRetry(t *testing.T) {
 	}
 }
 
-// A retry that fires after Close (its timer raced the Stop) makes no
-// listing call: the scheduler is held so the test runs the retry itself.
+// A retry that fires after close (its timer raced the Stop) makes no
+// listing call: the discoverer's scheduler is held so the test runs the
+// retry itself.
 func TestDiscoveryNoRetryAfterClose(t *testing.T) {
-	defer func(f func(time.Duration, func()) *time.Timer) { afterFunc = f }(afterFunc)
+	l := newListingServer(t)
+	l.set(500)
+	cfg, err := DecodeConfigJSON([]byte(`{"providers":{"disc":{"type":"openai","baseUrl":"` + l.URL + `","apiKey":"sk-disc","discovery":true}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	compiled, err := compileConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newDiscoverer(compiled, newUpstreamTransport(), newLogger("test", &syncBuffer{}))
 	var retry func()
-	afterFunc = func(_ time.Duration, f func()) *time.Timer {
+	d.schedule = func(_ time.Duration, f func()) *time.Timer {
 		retry = f
 		return time.NewTimer(time.Hour)
 	}
-	l := newListingServer(t)
-	l.set(500)
-	g, _, _ := discoveryGateway(t, l, "", nil)
+	d.warmFill()
 	if retry == nil {
 		t.Fatal("a failed warm fill scheduled no retry")
 	}
-	_ = g.Close()
+	d.close()
 	retry()
 	if l.callCount() != 1 {
 		t.Fatalf("listing called %d times after Close, want only the warm fill", l.callCount())

@@ -240,7 +240,8 @@ func TestRetryWaitAbortedByClientCancel(t *testing.T) {
 	// on no second attempt can be made, so the count is final.
 	var rec requestRecord
 	select {
-	case rec = <-ended:
+	case r := <-ended:
+		rec = r
 	case <-time.After(5 * time.Second):
 		t.Fatal("the request did not end after the client cancelled its retry wait")
 	}
