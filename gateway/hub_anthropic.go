@@ -55,10 +55,10 @@ var anthropicThinkingBudgets = map[string]int64{
 }
 
 // anthropicChatRequest translates an OpenAI chat completions request
-// body into an Anthropic Messages request for upstreamModel. stream
+// body into an Anthropic Messages request for upstreamModel; the bool
 // reports whether the client asked for a stream. Anything malformed, or
 // meaningful but inexpressible on Anthropic, is a 400 naming the field.
-func anthropicChatRequest(body []byte, upstreamModel string) (out []byte, stream bool, e *apiError) {
+func anthropicChatRequest(body []byte, upstreamModel string) ([]byte, bool, *apiError) {
 	fields, fe := decodeRequestObject(body)
 	if fe != nil {
 		return nil, false, fe

@@ -16,17 +16,11 @@ import (
 
 // geminiEmbedRequest translates an OpenAI embeddings request into an
 // :embedContent body (a string input) or a :batchEmbedContents body (an
-// array input, batch=true). Token-array inputs are a 400; dimensions
-// maps to outputDimensionality. encoding_format "float" and "base64"
-// are accepted: Gemini returns floats, and for "base64" the pipeline
-// re-encodes the translated response with geminiEmbedBase64.
-func geminiEmbedRequest(body []byte, upstreamModel string) (out []byte, batch bool, e *apiError) {
-	return geminiBuildEmbedRequest(body, upstreamModel)
-}
-
-// geminiBuildEmbedRequest is geminiEmbedRequest with unnamed results
-// (see geminiChatRequest).
-func geminiBuildEmbedRequest(body []byte, upstreamModel string) ([]byte, bool, *apiError) {
+// array input; the bool, batch, is then true). Token-array inputs are a
+// 400; dimensions maps to outputDimensionality. encoding_format "float"
+// and "base64" are accepted: Gemini returns floats, and for "base64" the
+// pipeline re-encodes the translated response with geminiEmbedBase64.
+func geminiEmbedRequest(body []byte, upstreamModel string) ([]byte, bool, *apiError) {
 	top, e := decodeRequestObject(body)
 	if e != nil {
 		return nil, false, e
@@ -193,13 +187,7 @@ func geminiEmbedBase64(body []byte) ([]byte, *apiError) {
 // 9:16, absent → 1:1, anything else a 400). response_format "url", a
 // truthy quality or style, and a missing prompt are 400s; other fields
 // are ignored.
-func geminiImageRequest(body []byte) (out []byte, e *apiError) {
-	return geminiBuildImageRequest(body)
-}
-
-// geminiBuildImageRequest is geminiImageRequest with unnamed results
-// (see geminiChatRequest).
-func geminiBuildImageRequest(body []byte) ([]byte, *apiError) {
+func geminiImageRequest(body []byte) ([]byte, *apiError) {
 	top, e := decodeRequestObject(body)
 	if e != nil {
 		return nil, e

@@ -10,17 +10,8 @@ import (
 // describes the whole mapping.
 
 // geminiChatRequest translates an OpenAI chat request into a Gemini
-// generateContent request body. stream reports the client's "stream".
-//
-// The contract functions, whose results are named for their docs, only
-// delegate: under Yaegi a named result assigned in a function body can
-// keep its value into the next call, so the bodies have unnamed results.
-func geminiChatRequest(body []byte) (out []byte, stream bool, e *apiError) {
-	return geminiBuildChatRequest(body)
-}
-
-// geminiBuildChatRequest is geminiChatRequest with unnamed results.
-func geminiBuildChatRequest(body []byte) ([]byte, bool, *apiError) {
+// generateContent request body; the bool reports the client's "stream".
+func geminiChatRequest(body []byte) ([]byte, bool, *apiError) {
 	top, te := decodeRequestObject(body)
 	if te != nil {
 		return nil, false, te
