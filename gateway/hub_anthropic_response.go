@@ -144,29 +144,3 @@ func anthropicStreamError(detail *anthropicWireError) *apiError {
 	}
 	return newError(http.StatusBadGateway, "server_error", "upstream_error", msg)
 }
-
-// anthropicToolResultText flattens a tool_result's content (a string or
-// an array of blocks, whose text blocks are joined with newlines) into
-// the plain string an OpenAI tool message needs, prefixed "Error: "
-// when isError.
-func anthropicToolResultText(raw json.RawMessage, isError bool) string {
-	text := ""
-	if !isJSONNull(raw) && raw[0] == '"' {
-		_ = json.Unmarshal(raw, &text)
-	} else if !isJSONNull(raw) {
-		var blocks []anthropicWireContent
-		if json.Unmarshal(raw, &blocks) == nil {
-			var parts []string
-			for i := 0; i < len(blocks); i++ {
-				if blocks[i].Type == "text" {
-					parts = append(parts, blocks[i].Text)
-				}
-			}
-			text = strings.Join(parts, "\n")
-		}
-	}
-	if isError {
-		return "Error: " + text
-	}
-	return text
-}

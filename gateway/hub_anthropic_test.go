@@ -390,29 +390,3 @@ func TestAnthropicChatResponseErrors(t *testing.T) {
 		})
 	}
 }
-
-func TestAnthropicToolResultText(t *testing.T) {
-	cases := []struct {
-		name    string
-		raw     string
-		isError bool
-		want    string
-	}{
-		{"string", `"42 °C"`, false, "42 °C"},
-		{"string_error", `"city not found"`, true, "Error: city not found"},
-		{"blocks_joined", `[{"type":"text","text":"line 1"},{"type":"image","source":{"type":"url","url":"https://x"}},{"type":"text","text":"line 2"}]`, false, "line 1\nline 2"},
-		{"blocks_error", `[{"type":"text","text":"boom"}]`, true, "Error: boom"},
-		{"absent", ``, false, ""},
-		{"null_error", `null`, true, "Error: "},
-		{"empty_array", `[]`, false, ""},
-		{"garbage", `{"type":"text"}`, false, ""},
-	}
-	for i := 0; i < len(cases); i++ {
-		c := cases[i]
-		t.Run(c.name, func(t *testing.T) {
-			if got := anthropicToolResultText(json.RawMessage(c.raw), c.isError); got != c.want {
-				t.Errorf("got %q, want %q", got, c.want)
-			}
-		})
-	}
-}
