@@ -104,10 +104,10 @@ func TestDataURLRequestTranslation(t *testing.T) {
 		for j := 0; j < len(malformed); j++ {
 			url := malformed[j]
 			t.Run(tr.name+"/malformed/"+url, func(t *testing.T) {
-				if out, e := tr.translate(imageRequest(url)); e == nil || e.status != 400 || e.code != "invalid_request" {
+				if out, e := tr.translate(imageRequest(url)); e == nil || e.Status != 400 || e.Code != "invalid_request" {
 					t.Errorf("image %q: %s %+v, want a 400 invalid_request", url, out, e)
 				}
-				if out, e := tr.translate(fileRequest(url)); e == nil || e.status != 400 || e.code != "invalid_request" {
+				if out, e := tr.translate(fileRequest(url)); e == nil || e.Status != 400 || e.Code != "invalid_request" {
 					t.Errorf("file %q: %s %+v, want a 400 invalid_request", url, out, e)
 				}
 			})

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 )
 
 // updateGolden rewrites golden files instead of comparing against them:
@@ -52,7 +54,7 @@ func runStream(input []byte, tr streamTranslator) []byte {
 			break
 		}
 		if err != nil {
-			return fail(newError(502, "server_error", "upstream_stream_interrupted", err.Error()))
+			return fail(apierr.New(502, "server_error", "upstream_stream_interrupted", err.Error()))
 		}
 		chunk, e := translateEvent(tr, ev)
 		out.Write(chunk)

@@ -3,6 +3,8 @@ package gateway
 import (
 	"encoding/json"
 	"strconv"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 )
 
 // Hub (OpenAI chat completions) request → Anthropic Messages request.
@@ -100,7 +102,7 @@ func anthropicUnsupported(param, detail string) *apiError {
 	if detail != "" {
 		msg += " (" + detail + ")"
 	}
-	return errBadRequest("unsupported_parameter", msg+" is not supported by anthropic-type providers")
+	return apierr.BadRequest("unsupported_parameter", msg+" is not supported by anthropic-type providers")
 }
 
 // field returns a top-level field that is present and not null.

@@ -29,7 +29,7 @@ func FuzzAnthropicChatRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		out, _, e := anthropicChatRequest(body, "claude-up")
 		if e != nil {
-			if out != nil || e.status != 400 || e.message == "" {
+			if out != nil || e.Status != 400 || e.Message == "" {
 				t.Fatalf("error %+v with output %q", e, out)
 			}
 			return
@@ -61,7 +61,7 @@ func FuzzAnthropicChatResponse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		out, u, e := anthropicChatResponse(body, anthropicTestContext(false))
 		if e != nil {
-			if out != nil || e.status != 502 || strings.Contains(e.message, string(body)) && len(body) > 8 {
+			if out != nil || e.Status != 502 || strings.Contains(e.Message, string(body)) && len(body) > 8 {
 				t.Fatalf("error %+v with output %q", e, out)
 			}
 			return

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 )
 
 // Anthropic Messages response → hub chat.completion
@@ -35,9 +37,9 @@ func anthropicFinishReason(stopReason *string) string {
 // anthropicBadResponse is the 502 for an Anthropic answer that does not
 // parse; cause is logged, never sent.
 func anthropicBadResponse(what string, cause error) *apiError {
-	e := newError(http.StatusBadGateway, "server_error", "upstream_bad_response",
+	e := apierr.New(http.StatusBadGateway, "server_error", "upstream_bad_response",
 		"anthropic-type provider sent a malformed "+what)
-	e.cause = cause
+	e.Cause = cause
 	return e
 }
 
@@ -83,7 +85,7 @@ func anthropicChatResponse(body []byte, tc translateContext) ([]byte, usage, *ap
 	}
 	if msg.Type == "error" || msg.Error != nil {
 		e := anthropicStreamError(msg.Error)
-		e.upstream = embedUpstreamBody(trimmed)
+		e.Upstream = apierr.EmbedUpstream(trimmed)
 		return nil, usage{}, e
 	}
 	if msg.Type != "message" && (msg.Type != "" || msg.Content == nil) {
@@ -142,5 +144,5 @@ func anthropicStreamError(detail *anthropicWireError) *apiError {
 			msg += ": " + detail.Message
 		}
 	}
-	return newError(http.StatusBadGateway, "server_error", "upstream_error", msg)
+	return apierr.New(http.StatusBadGateway, "server_error", "upstream_error", msg)
 }

@@ -3,6 +3,8 @@ package gateway
 import (
 	"encoding/json"
 	"net/http"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 )
 
 // Anthropic Messages event stream → hub chat.completion.chunk payloads:
@@ -98,7 +100,7 @@ func (s *anthropicStream) event(ev sseEvent, out []streamPayload) ([]streamPaylo
 		return s.finishChunk(out, anthropicFinishReason(stopReason)), nil
 	}
 	e := anthropicStreamError(data.Error)
-	e.upstream = embedUpstreamBody(ev.data)
+	e.Upstream = apierr.EmbedUpstream(ev.data)
 	return out, e
 }
 
@@ -166,7 +168,7 @@ func (s *anthropicStream) finish(out []streamPayload) ([]streamPayload, *apiErro
 	if s.stopped {
 		return out, nil
 	}
-	return out, newError(http.StatusBadGateway, "server_error", "upstream_stream_truncated",
+	return out, apierr.New(http.StatusBadGateway, "server_error", "upstream_stream_truncated",
 		"stream from anthropic-type provider ended before message_stop")
 }
 

@@ -348,8 +348,8 @@ func TestAnthropicStreamErrorEvent(t *testing.T) {
 	if len(out) != 0 || e == nil {
 		t.Fatalf("got %q, %v; want an error only", out, e)
 	}
-	if e.status != 502 || e.kind != "server_error" || e.code != "upstream_error" ||
-		e.message != "anthropic-type provider reported an error: overloaded_error: Overloaded" || string(e.upstream) != data {
+	if e.Status != 502 || e.Kind != "server_error" || e.Code != "upstream_error" ||
+		e.Message != "anthropic-type provider reported an error: overloaded_error: Overloaded" || string(e.Upstream) != data {
 		t.Fatalf("error %+v", e)
 	}
 }

@@ -175,7 +175,7 @@ func TestAnthropicChatRequest(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			out, stream, e := anthropicChatRequest([]byte(tc.in), "claude-up")
 			if e != nil {
-				t.Fatalf("unexpected error: %s (%s)", e.message, e.code)
+				t.Fatalf("unexpected error: %s (%s)", e.Message, e.Code)
 			}
 			if want := compactJSON(t, tc.want); string(out) != want {
 				t.Errorf("got\n%s\nwant\n%s", out, want)
@@ -264,14 +264,14 @@ func TestAnthropicChatRequestErrors(t *testing.T) {
 			if e == nil {
 				t.Fatalf("no error; translated to %s", out)
 			}
-			if e.status != 400 || e.kind != "invalid_request_error" || e.code != tc.code {
-				t.Errorf("got %d %s %s, want 400 invalid_request_error %s", e.status, e.kind, e.code, tc.code)
+			if e.Status != 400 || e.Kind != "invalid_request_error" || e.Code != tc.code {
+				t.Errorf("got %d %s %s, want 400 invalid_request_error %s", e.Status, e.Kind, e.Code, tc.code)
 			}
-			if !strings.Contains(e.message, tc.contains) {
-				t.Errorf("message %q does not contain %q", e.message, tc.contains)
+			if !strings.Contains(e.Message, tc.contains) {
+				t.Errorf("message %q does not contain %q", e.Message, tc.contains)
 			}
-			if e.code == "unsupported_parameter" && !strings.Contains(e.message, "not supported by anthropic-type providers") {
-				t.Errorf("message %q does not say which provider type cannot do it", e.message)
+			if e.Code == "unsupported_parameter" && !strings.Contains(e.Message, "not supported by anthropic-type providers") {
+				t.Errorf("message %q does not say which provider type cannot do it", e.Message)
 			}
 		})
 	}
@@ -378,14 +378,14 @@ func TestAnthropicChatResponseErrors(t *testing.T) {
 			if e == nil {
 				t.Fatalf("no error; got %s", out)
 			}
-			if e.status != 502 || e.kind != "server_error" || e.code != c.code || u.reported {
-				t.Errorf("got %d %s %s (usage %+v), want 502 server_error %s", e.status, e.kind, e.code, u, c.code)
+			if e.Status != 502 || e.Kind != "server_error" || e.Code != c.code || u.reported {
+				t.Errorf("got %d %s %s (usage %+v), want 502 server_error %s", e.Status, e.Kind, e.Code, u, c.code)
 			}
-			if !strings.Contains(e.message, c.contains) || !strings.Contains(e.message, "anthropic-type provider") {
-				t.Errorf("message %q does not contain %q and the provider type", e.message, c.contains)
+			if !strings.Contains(e.Message, c.contains) || !strings.Contains(e.Message, "anthropic-type provider") {
+				t.Errorf("message %q does not contain %q and the provider type", e.Message, c.contains)
 			}
-			if strings.Contains(e.message, secret) {
-				t.Errorf("message leaks the upstream body: %q", e.message)
+			if strings.Contains(e.Message, secret) {
+				t.Errorf("message leaks the upstream body: %q", e.Message)
 			}
 		})
 	}

@@ -3,6 +3,8 @@ package gateway
 import (
 	"encoding/json"
 	"net/http"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 )
 
 // Hub ⇄ Gemini (v1beta): OpenAI-shaped chat, embeddings and image
@@ -103,15 +105,15 @@ import (
 // geminiUnsupported is the 400 for a meaningful parameter Gemini cannot
 // express.
 func geminiUnsupported(msg string) *apiError {
-	return errBadRequest("unsupported_parameter", msg)
+	return apierr.BadRequest("unsupported_parameter", msg)
 }
 
 // geminiBadResponse is the 502 for a Gemini answer that does not parse;
 // cause is logged, never sent.
 func geminiBadResponse(cause error) *apiError {
-	e := newError(http.StatusBadGateway, "server_error", "upstream_bad_response",
+	e := apierr.New(http.StatusBadGateway, "server_error", "upstream_bad_response",
 		"the gemini upstream returned a response the gateway could not parse")
-	e.cause = cause
+	e.Cause = cause
 	return e
 }
 
@@ -128,7 +130,7 @@ func geminiUpstreamError(raw json.RawMessage, whole []byte) *apiError {
 	if ge.Message != "" {
 		msg += ": " + ge.Message
 	}
-	e := newError(http.StatusBadGateway, "server_error", "upstream_error", msg)
-	e.upstream = embedUpstreamBody(whole)
+	e := apierr.New(http.StatusBadGateway, "server_error", "upstream_error", msg)
+	e.Upstream = apierr.EmbedUpstream(whole)
 	return e
 }

@@ -29,7 +29,7 @@ func FuzzGeminiChatRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		out, _, e := geminiChatRequest(body)
 		if e != nil {
-			if out != nil || e.status != 400 || e.kind != "invalid_request_error" || e.code == "" || e.message == "" {
+			if out != nil || e.Status != 400 || e.Kind != "invalid_request_error" || e.Code == "" || e.Message == "" {
 				t.Fatalf("error %+v with output %q", e, out)
 			}
 			return
@@ -87,7 +87,7 @@ func FuzzGeminiChatResponse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		out, u, e := geminiChatResponse(body, geminiTestContext())
 		if e != nil {
-			if out != nil || e.status != 502 || e.code == "upstream_bad_response" && len(body) > 8 && strings.Contains(e.message, string(body)) {
+			if out != nil || e.Status != 502 || e.Code == "upstream_bad_response" && len(body) > 8 && strings.Contains(e.Message, string(body)) {
 				t.Fatalf("error %+v with output %q", e, out)
 			}
 			return
@@ -189,7 +189,7 @@ func FuzzGeminiEmbed(f *testing.F) {
 	f.Fuzz(func(t *testing.T, req, resp []byte) {
 		out, batch, e := geminiEmbedRequest(req, "gemini-embedding-001")
 		if e != nil {
-			if out != nil || e.status != 400 || e.message == "" {
+			if out != nil || e.Status != 400 || e.Message == "" {
 				t.Fatalf("request error %+v with output %q", e, out)
 			}
 		} else {
@@ -215,7 +215,7 @@ func FuzzGeminiEmbed(f *testing.F) {
 		for pass := 0; pass < 2; pass++ {
 			body, u, e := geminiEmbedResponse(resp, geminiTestContext(), pass == 1)
 			if e != nil {
-				if body != nil || e.status != 502 {
+				if body != nil || e.Status != 502 {
 					t.Fatalf("response error %+v with output %q", e, body)
 				}
 				continue

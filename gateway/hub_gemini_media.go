@@ -9,6 +9,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 )
 
 // Hub embeddings and images/generations ⇄ Gemini embedContent /
@@ -46,7 +48,7 @@ func geminiEmbedRequest(body []byte, upstreamModel string) ([]byte, bool, *apiEr
 			return nil, false, e
 		}
 		if f != "float" && f != "base64" {
-			return nil, false, errBadRequest("unsupported_value", `"encoding_format" must be "float" or "base64"`)
+			return nil, false, apierr.BadRequest("unsupported_value", `"encoding_format" must be "float" or "base64"`)
 		}
 	}
 	one := func(text string) geminiWireEmbedRequest {
@@ -219,7 +221,7 @@ func geminiImageRequest(body []byte) ([]byte, *apiError) {
 		case "url":
 			return nil, geminiUnsupported(`"response_format": "url" is not supported for Gemini (Imagen) models; use "b64_json"`)
 		default:
-			return nil, errBadRequest("unsupported_value", `"response_format" must be "b64_json" or "url"`)
+			return nil, apierr.BadRequest("unsupported_value", `"response_format" must be "b64_json" or "url"`)
 		}
 	}
 	n := int64(1)
@@ -246,7 +248,7 @@ func geminiImageRequest(body []byte) ([]byte, *apiError) {
 		case "1024x1792":
 			ratio = "9:16"
 		default:
-			return nil, errBadRequest("unsupported_value", `"size" "`+size+`" is not supported for Gemini (Imagen) models (use 1024x1024, 512x512, 1792x1024 or 1024x1792)`)
+			return nil, apierr.BadRequest("unsupported_value", `"size" "`+size+`" is not supported for Gemini (Imagen) models (use 1024x1024, 512x512, 1792x1024 or 1024x1792)`)
 		}
 	}
 	req := geminiWireImageRequest{
@@ -281,7 +283,7 @@ func geminiImageResponse(body []byte, created int64) ([]byte, *apiError) {
 		out.Data = append(out.Data, hubImage{B64JSON: *p.BytesBase64Encoded})
 	}
 	if len(out.Data) == 0 {
-		return nil, errBadRequest("content_policy_violation",
+		return nil, apierr.BadRequest("content_policy_violation",
 			"the image request was blocked by the provider's safety filters (no image was returned)")
 	}
 	return encodeJSON(out), nil

@@ -55,7 +55,7 @@ func TestGeminiEmbedRequest(t *testing.T) {
 	for i := 0; i < len(errs); i++ {
 		c := errs[i]
 		_, _, e := geminiEmbedRequest([]byte(c.body), "e")
-		if e == nil || e.status != 400 || e.code != c.code || !strings.Contains(e.message, c.has) {
+		if e == nil || e.Status != 400 || e.Code != c.code || !strings.Contains(e.Message, c.has) {
 			t.Errorf("%s: %+v, want 400 %s containing %q", c.body, e, c.code, c.has)
 		}
 	}
@@ -94,7 +94,7 @@ func TestGeminiEmbedResponse(t *testing.T) {
 	}
 	for i := 0; i < len(bad); i++ {
 		_, _, e := geminiEmbedResponse([]byte(bad[i].body), tc, bad[i].batch)
-		if e == nil || e.status != 502 || e.code != bad[i].code {
+		if e == nil || e.Status != 502 || e.Code != bad[i].code {
 			t.Errorf("%s (batch %v): %+v, want 502 %s", bad[i].body, bad[i].batch, e, bad[i].code)
 		}
 	}
@@ -168,7 +168,7 @@ func TestGeminiImageRequest(t *testing.T) {
 	}
 	for i := 0; i < len(bad); i++ {
 		_, e := geminiImageRequest([]byte(bad[i].body))
-		if e == nil || e.status != 400 || e.code != bad[i].code || !strings.Contains(e.message, bad[i].has) {
+		if e == nil || e.Status != 400 || e.Code != bad[i].code || !strings.Contains(e.Message, bad[i].has) {
 			t.Errorf("%s: %+v, want 400 %s containing %q", bad[i].body, e, bad[i].code, bad[i].has)
 		}
 	}
@@ -196,7 +196,7 @@ func TestGeminiImageResponse(t *testing.T) {
 	}
 	for i := 0; i < len(cases); i++ {
 		_, e := geminiImageResponse([]byte(cases[i].body), 1)
-		if e == nil || e.status != cases[i].status || e.code != cases[i].code {
+		if e == nil || e.Status != cases[i].status || e.Code != cases[i].code {
 			t.Errorf("%q: %+v, want %d %s", cases[i].body, e, cases[i].status, cases[i].code)
 		}
 	}

@@ -3,6 +3,8 @@ package gateway
 import (
 	"encoding/json"
 	"strconv"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 )
 
 // Hub (OpenAI chat) request → Gemini generateContent request: the entry
@@ -262,7 +264,7 @@ func geminiThinking(raw json.RawMessage, gen *geminiWireGenerationConfig) *apiEr
 	}
 	budget, known := geminiThinkingBudgets[effort]
 	if !known {
-		return errBadRequest("unsupported_value", `"reasoning_effort" value "`+effort+`" is not supported for Gemini models`)
+		return apierr.BadRequest("unsupported_value", `"reasoning_effort" value "`+effort+`" is not supported for Gemini models`)
 	}
 	gen.ThinkingConfig = &geminiWireThinkingConfig{ThinkingBudget: json.RawMessage(budget)}
 	return nil
@@ -292,7 +294,7 @@ func geminiResponseFormat(raw json.RawMessage, gen *geminiWireGenerationConfig) 
 		gen.ResponseMimeType = "application/json"
 		return geminiResponseSchema(rf["json_schema"], gen)
 	}
-	return errBadRequest("unsupported_value", `"response_format.type" value "`+typ+`" is not supported`)
+	return apierr.BadRequest("unsupported_value", `"response_format.type" value "`+typ+`" is not supported`)
 }
 
 // geminiResponseSchema sends a json_schema's schema as responseSchema

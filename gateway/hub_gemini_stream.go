@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 )
 
 // Gemini streamGenerateContent?alt=sse events → hub
@@ -144,7 +146,7 @@ func (s *geminiStream) chunk(delta hubDelta, finish string) streamPayload {
 // Gemini sent no usageMetadata).
 func (s *geminiStream) finish(out []streamPayload) ([]streamPayload, *apiError) {
 	if !s.finished {
-		return out, newError(http.StatusBadGateway, "server_error", "upstream_stream_truncated",
+		return out, apierr.New(http.StatusBadGateway, "server_error", "upstream_stream_truncated",
 			"the gemini stream ended before a finish reason")
 	}
 	if s.tc.includeUsage {

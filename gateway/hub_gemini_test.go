@@ -223,8 +223,8 @@ func TestGeminiChatRequestErrors(t *testing.T) {
 			t.Errorf("%s: no error, got %s", c.body, out)
 			continue
 		}
-		if e.status != 400 || e.kind != "invalid_request_error" || e.code != c.code || !strings.Contains(e.message, c.has) {
-			t.Errorf("%s:\n got %d %s %s %q\nwant 400 invalid_request_error %s containing %q", c.body, e.status, e.kind, e.code, e.message, c.code, c.has)
+		if e.Status != 400 || e.Kind != "invalid_request_error" || e.Code != c.code || !strings.Contains(e.Message, c.has) {
+			t.Errorf("%s:\n got %d %s %s %q\nwant 400 invalid_request_error %s containing %q", c.body, e.Status, e.Kind, e.Code, e.Message, c.code, c.has)
 		}
 	}
 }
@@ -316,18 +316,18 @@ func TestGeminiChatResponseErrors(t *testing.T) {
 	}
 	for i := 0; i < len(cases); i++ {
 		_, _, e := geminiChatResponse([]byte(cases[i].body), geminiTestContext())
-		if e == nil || e.status != 502 || e.kind != "server_error" || e.code != cases[i].code {
+		if e == nil || e.Status != 502 || e.Kind != "server_error" || e.Code != cases[i].code {
 			t.Errorf("%q: %+v, want 502 %s", cases[i].body, e, cases[i].code)
 			continue
 		}
-		if e.code == "upstream_bad_response" && strings.Contains(e.message, cases[i].body) && cases[i].body != "" {
-			t.Errorf("%q: the message carries the body: %q", cases[i].body, e.message)
+		if e.Code == "upstream_bad_response" && strings.Contains(e.Message, cases[i].body) && cases[i].body != "" {
+			t.Errorf("%q: the message carries the body: %q", cases[i].body, e.Message)
 		}
 	}
 	_, _, e := geminiChatResponse([]byte(`{"error":{"code":500,"message":"Internal error","status":"INTERNAL"}}`), geminiTestContext())
-	if e.message != "the gemini upstream reported an error: INTERNAL: Internal error" ||
-		string(e.upstream) != `{"error":{"code":500,"message":"Internal error","status":"INTERNAL"}}` {
-		t.Errorf("upstream error: %q %s", e.message, e.upstream)
+	if e.Message != "the gemini upstream reported an error: INTERNAL: Internal error" ||
+		string(e.Upstream) != `{"error":{"code":500,"message":"Internal error","status":"INTERNAL"}}` {
+		t.Errorf("upstream error: %q %s", e.Message, e.Upstream)
 	}
 }
 

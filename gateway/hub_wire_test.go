@@ -127,7 +127,7 @@ func fuzzHubStream(t *testing.T, input []byte, tr streamTranslator, payloadsWith
 		checkHubFraming(t, chunk)
 		out = append(out, chunk...)
 		if e != nil {
-			if e.status != 502 || e.code == "" || bytes.Contains(chunk, sseDone) || !payloadsWithError && len(chunk) != 0 {
+			if e.Status != 502 || e.Code == "" || bytes.Contains(chunk, sseDone) || !payloadsWithError && len(chunk) != 0 {
 				t.Fatalf("bad stream error %+v with %q", e, chunk)
 			}
 			return out

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 )
 
 // JSON helpers shared by the hub translators (hub_anthropic*.go,
@@ -168,16 +170,16 @@ func decodeRequestObject(body []byte) (map[string]json.RawMessage, *apiError) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
 		if !json.Valid(body) {
-			return nil, errBadRequest("invalid_json", "request body is not valid JSON")
+			return nil, apierr.BadRequest("invalid_json", "request body is not valid JSON")
 		}
-		return nil, errBadRequest("invalid_json", "request body must be a JSON object")
+		return nil, apierr.BadRequest("invalid_json", "request body must be a JSON object")
 	}
 	return fields, nil
 }
 
 // errInvalidRequest is a 400 invalid_request with msg.
 func errInvalidRequest(msg string) *apiError {
-	return errBadRequest("invalid_request", msg)
+	return apierr.BadRequest("invalid_request", msg)
 }
 
 // errInvalidField is the 400 for a client value of the wrong type or

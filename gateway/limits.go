@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 	"github.com/llmgateway/llmgateway/gateway/internal/store"
 )
 
@@ -228,9 +229,9 @@ func newLimiter(counters store.Counter, fallback *store.Memory, failOpen bool, n
 
 // errStoreUnavailable is the 503 when Redis fails and failOpen is false.
 func errStoreUnavailable() *apiError {
-	e := newError(http.StatusServiceUnavailable, "server_error", "limits_store_unavailable",
+	e := apierr.New(http.StatusServiceUnavailable, "server_error", "limits_store_unavailable",
 		"the limits store is unreachable; retry shortly")
-	e.retryAfter = "1"
+	e.RetryAfter = "1"
 	return e
 }
 
@@ -293,7 +294,7 @@ func (l *limiter) checkAndCount(ctx context.Context, scopes []limitScope) *apiEr
 	counts, values, err := l.run(ctx, incrs, gets)
 	if err != nil {
 		if ctx.Err() != nil {
-			return upstreamFailure(failClientCancel, "client closed the request", err)
+			return upstreamFailure(apierr.ClassClientCancel, "client closed the request", err)
 		}
 		return errStoreUnavailable()
 	}
@@ -351,13 +352,13 @@ func errLimitExceeded(s *limitScope, limit string, value int64, w *window, now t
 		what = "cost"
 		shown = "$" + strconv.FormatFloat(float64(value)/1e6, 'f', -1, 64)
 	}
-	e := newError(http.StatusTooManyRequests, "rate_limit_error", "rate_limit_exceeded",
+	e := apierr.New(http.StatusTooManyRequests, "rate_limit_error", "rate_limit_exceeded",
 		s.name()+" is over its "+limit+" limit ("+shown+" "+what+")")
 	secs := int64(math.Ceil(w.end(now).Sub(now).Seconds()))
 	if secs < 1 {
 		secs = 1
 	}
-	e.retryAfter = strconv.FormatInt(secs, 10)
+	e.RetryAfter = strconv.FormatInt(secs, 10)
 	return e
 }
 

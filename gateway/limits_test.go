@@ -87,7 +87,7 @@ func TestLimiterRequestsPerMinute(t *testing.T) {
 		}
 	}
 	e := l.checkAndCount(context.Background(), scopes)
-	if e == nil || e.status != 429 || e.retryAfter != "20" || !strings.Contains(e.message, `group "eng"`) || !strings.Contains(e.message, "requestsPerMinute") {
+	if e == nil || e.Status != 429 || e.RetryAfter != "20" || !strings.Contains(e.Message, `group "eng"`) || !strings.Contains(e.Message, "requestsPerMinute") {
 		t.Fatalf("4th request: %+v", e)
 	}
 	l.async.wait()
@@ -111,7 +111,7 @@ func TestLimiterScopesAreIndependent(t *testing.T) {
 		t.Fatal(e)
 	}
 	e := l.checkAndCount(context.Background(), alice)
-	if e == nil || !strings.Contains(e.message, `user "alice"`) {
+	if e == nil || !strings.Contains(e.Message, `user "alice"`) {
 		t.Fatalf("alice's second: %+v", e)
 	}
 	// Alice's refused request still counted toward the group (counted
@@ -120,11 +120,11 @@ func TestLimiterScopesAreIndependent(t *testing.T) {
 		t.Fatalf("bob refused early: %v", e)
 	}
 	e = l.checkAndCount(context.Background(), bob)
-	if e == nil || !strings.Contains(e.message, `group "eng"`) || !strings.Contains(e.message, "requestsPerDay") {
+	if e == nil || !strings.Contains(e.Message, `group "eng"`) || !strings.Contains(e.Message, "requestsPerDay") {
 		t.Fatalf("bob's second: %+v", e)
 	}
-	if e.retryAfter != "50400" {
-		t.Fatalf("Retry-After %s, want the seconds to UTC midnight", e.retryAfter)
+	if e.RetryAfter != "50400" {
+		t.Fatalf("Retry-After %s, want the seconds to UTC midnight", e.RetryAfter)
 	}
 }
 
@@ -148,7 +148,7 @@ func TestLimiterTokenAndCostBudgets(t *testing.T) {
 	// most one request), the next one is refused.
 	l.account(ctx, scopes, usage{promptTokens: 0, completionTokens: 50}, 1000000)
 	e := l.checkAndCount(ctx, scopes)
-	if e == nil || !strings.Contains(e.message, "tokensPerDay") || !strings.Contains(e.message, "tokens") {
+	if e == nil || !strings.Contains(e.Message, "tokensPerDay") || !strings.Contains(e.Message, "tokens") {
 		t.Fatalf("over the token budget: %+v", e)
 	}
 	// The next day the token budget is fresh; the month cost is not.
@@ -158,11 +158,11 @@ func TestLimiterTokenAndCostBudgets(t *testing.T) {
 	}
 	l.account(ctx, scopes, usage{promptTokens: 1}, 3000000)
 	e = l.checkAndCount(ctx, scopes)
-	if e == nil || !strings.Contains(e.message, "costPerMonthUSD") || !strings.Contains(e.message, "$5") {
+	if e == nil || !strings.Contains(e.Message, "costPerMonthUSD") || !strings.Contains(e.Message, "$5") {
 		t.Fatalf("over the cost budget: %+v", e)
 	}
-	if e.retryAfter != "86399" {
-		t.Fatalf("Retry-After %s, want the seconds to March", e.retryAfter)
+	if e.RetryAfter != "86399" {
+		t.Fatalf("Retry-After %s, want the seconds to March", e.RetryAfter)
 	}
 	// A month budget is a calendar month even on the in-process store,
 	// whose keys are otherwise capped at 48h: still refused 2 days on.
@@ -206,7 +206,7 @@ func TestLimiterFailOpenAndClosed(t *testing.T) {
 		}
 	}
 	// The fallback still enforces.
-	if e := l.checkAndCount(context.Background(), scopes); e == nil || e.status != 429 {
+	if e := l.checkAndCount(context.Background(), scopes); e == nil || e.Status != 429 {
 		t.Fatalf("fallback did not enforce: %+v", e)
 	}
 	key := counterKey("total", "all", "req", minuteWindow, clock.Now())
@@ -217,7 +217,7 @@ func TestLimiterFailOpenAndClosed(t *testing.T) {
 	l2, store2, _ := testLimiter(clock, false)
 	store2.fail.Store(true)
 	e := l2.checkAndCount(context.Background(), scopes)
-	if e == nil || e.status != 503 || e.retryAfter == "" {
+	if e == nil || e.Status != 503 || e.RetryAfter == "" {
 		t.Fatalf("fail-closed: %+v", e)
 	}
 	store2.fail.Store(false)

@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"net/http"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 )
 
 // Metering: where the routes meet limits and accounting.
@@ -20,7 +22,7 @@ func (g *Gateway) admit(r *http.Request, user *userRuntime, provider, model stri
 		return nil
 	}
 	if _, priced := g.priceOf(provider, model); !priced {
-		return newError(http.StatusPaymentRequired, "invalid_request_error", "model_unpriced",
+		return apierr.New(http.StatusPaymentRequired, "invalid_request_error", "model_unpriced",
 			"model \""+model+"\" on provider \""+provider+"\" has no known price and your group or user has a cost budget; "+
 				"an operator can add a pricing entry or set allowUnpricedWithCostBudget")
 	}

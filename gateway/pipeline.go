@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"net/http"
 	"time"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 )
 
 // call is one metered request's state, created per request and never
@@ -141,7 +143,7 @@ func (g *Gateway) resolveModel(user *userRuntime, id string) (modelRoute, *apiEr
 		return modelRoute{}, e
 	}
 	if !user.canUseRoute(target) {
-		return modelRoute{}, newError(http.StatusForbidden, "permission_error", "model_not_allowed",
+		return modelRoute{}, apierr.New(http.StatusForbidden, "permission_error", "model_not_allowed",
 			"model \""+id+"\" is not available to your group")
 	}
 	allowed := make([]candidate, 0, len(target.candidates))
@@ -158,7 +160,7 @@ func (g *Gateway) resolveModel(user *userRuntime, id string) (modelRoute, *apiEr
 // reject ends the request with the gateway's own refusal (written
 // through the route's format, not logged as a failure).
 func (c *call) reject(e *apiError) {
-	c.rec.wroteHeader(e.status)
+	c.rec.wroteHeader(e.Status)
 	c.rec.noteError(e)
 	c.format.writeError(c.w, e)
 }
@@ -166,7 +168,7 @@ func (c *call) reject(e *apiError) {
 // fail logs an upstream-side failure and writes it, unless the client
 // already went away.
 func (c *call) fail(e *apiError) {
-	if e.status == 499 {
+	if e.Status == 499 {
 		c.rec.noteError(e)
 		c.g.log.infof("client closed the request: %s %s", c.r.Method, c.r.URL.Path)
 		return
@@ -187,7 +189,7 @@ func (c *call) translateContext(upstreamModel string) translateContext {
 }
 
 func errNotSupported(p *providerRuntime, rt *route) *apiError {
-	return newError(http.StatusNotImplemented, "invalid_request_error", "provider_not_supported",
+	return apierr.New(http.StatusNotImplemented, "invalid_request_error", "provider_not_supported",
 		"provider \""+p.name+"\" is of type "+p.kind+", which has no "+rt.path+" endpoint")
 }
 

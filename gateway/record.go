@@ -3,6 +3,8 @@ package gateway
 import (
 	"context"
 	"time"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 )
 
 // requestRecord is what happened to one metered request, filled in by
@@ -52,13 +54,13 @@ type requestRecord struct {
 // the status is the one the client saw (a stream's 200 stays).
 func (r *requestRecord) noteError(e *apiError) {
 	if r.errorCode == "" {
-		r.errorCode = e.code
-		if e.class != failNone {
-			r.errorClass = e.policy().name
+		r.errorCode = e.Code
+		if e.Class != apierr.ClassNone {
+			r.errorClass = policy(e).name
 		}
 	}
 	if r.statusCode == 0 {
-		r.statusCode = e.status
+		r.statusCode = e.Status
 	}
 }
 

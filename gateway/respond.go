@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 )
 
 // outcome is what the respond stage delivered: the account and record
@@ -61,7 +63,7 @@ func (c *call) respond(x *exchange, o *outbound) *outcome {
 // failed writes e in place of the answer.
 func (c *call) failed(e *apiError) *outcome {
 	c.fail(e)
-	return &outcome{status: e.status, err: e}
+	return &outcome{status: e.Status, err: e}
 }
 
 // respondWhole writes a whole answer: decoded to the hub shape when the
@@ -219,7 +221,7 @@ func (c *call) endStream(sw *streamWriter, out *outcome, e *apiError, events int
 
 // clientLeft notes a stream the client abandoned.
 func (c *call) clientLeft(out *outcome, p *providerRuntime, events int) {
-	e := upstreamFailure(failClientCancel, "client closed the request", nil)
+	e := upstreamFailure(apierr.ClassClientCancel, "client closed the request", nil)
 	out.err = e
 	c.rec.noteError(e)
 	c.g.log.infof("client closed the stream from provider %q after %d events", p.name, events)
