@@ -1,5 +1,7 @@
 package gateway
 
+import "github.com/llmgateway/llmgateway/gateway/internal/sse"
+
 // This file is the contract between the pipeline and the translators.
 // The hub shape is OpenAI chat; a translator is a set of pure functions
 // over bytes:
@@ -57,7 +59,7 @@ type streamTranslator interface {
 	// event consumes one upstream event, appending zero or more payloads
 	// to out. An error ends the stream: the pipeline writes it as the
 	// format's mid-stream error.
-	event(ev sseEvent, out []streamPayload) ([]streamPayload, *apiError)
+	event(ev sse.Event, out []streamPayload) ([]streamPayload, *apiError)
 	// finish is called once the upstream stream ended without a read
 	// error. It appends the trailing payloads, or returns an error when
 	// the upstream stream was incomplete (e.g. Anthropic's message_stop

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strconv"
 	"testing"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/sse"
 )
 
 // Translation benchmarks: the pure translators (no HTTP), so the numbers
@@ -94,10 +96,10 @@ var benchGeminiStream = func() []byte {
 // translateStream drives one stream through the reader and translator the
 // way relayTranslated does, writing each translated batch out at once.
 func translateStream(b *testing.B, in []byte, st streamTranslator) int {
-	rd := newSSEReader(bytes.NewReader(in), maxUpstreamResponseBytes)
+	rd := sse.NewReader(bytes.NewReader(in), maxUpstreamResponseBytes)
 	n := 0
 	for {
-		ev, err := rd.next()
+		ev, err := rd.Next()
 		if err == io.EOF {
 			out, e := translateFinish(st)
 			if e != nil {

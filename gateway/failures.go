@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
+	"github.com/llmgateway/llmgateway/gateway/internal/sse"
 )
 
 // This file is the one place that maps an upstream failure to what the
@@ -161,7 +162,7 @@ func streamReadFailure(provider string, wd *watchdog, clientCtx context.Context,
 	switch {
 	case err == io.EOF:
 		return errStreamTruncated(provider, "ended inside an event")
-	case err == errStreamTooLarge:
+	case err == sse.ErrTooLarge:
 		return errStreamOverLimit(provider)
 	case wd.stalled():
 		return exchangeFailure(provider, wd, clientCtx, err)

@@ -3,6 +3,8 @@ package gateway
 import (
 	"bytes"
 	"net/http"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/sse"
 )
 
 // wireFormat is one client wire shape (an "inbound format"): everything
@@ -27,7 +29,7 @@ type wireFormat struct {
 	streamError func(dst []byte, e *apiError) []byte
 	// isStreamEnd recognises the format's own terminator in a stream
 	// relayed from an upstream that speaks the same format.
-	isStreamEnd func(ev sseEvent) bool
+	isStreamEnd func(ev sse.Event) bool
 	// idPrefix starts the ids of responses the gateway builds itself.
 	idPrefix string
 	// readRequest validates a JSON request body and reads what the
@@ -49,15 +51,15 @@ var openAIFormat = &wireFormat{
 	name:       "openai",
 	writeError: writeOpenAIError,
 	frame: func(dst []byte, p streamPayload) []byte {
-		return appendSSEData(dst, p.data)
+		return sse.AppendData(dst, p.data)
 	},
 	streamEnd:     sseDone,
 	streamEndName: "[DONE]",
 	streamError: func(dst []byte, e *apiError) []byte {
-		return appendSSEData(dst, openAIErrorJSON(e, false))
+		return sse.AppendData(dst, openAIErrorJSON(e, false))
 	},
-	isStreamEnd: func(ev sseEvent) bool {
-		return bytes.Equal(bytes.TrimSpace(ev.data), []byte("[DONE]"))
+	isStreamEnd: func(ev sse.Event) bool {
+		return bytes.Equal(bytes.TrimSpace(ev.Data), []byte("[DONE]"))
 	},
 	idPrefix:    "chatcmpl-",
 	readRequest: parseJSONRequest,

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
+	"github.com/llmgateway/llmgateway/gateway/internal/sse"
 )
 
 // updateGolden rewrites golden files instead of comparing against them:
@@ -37,19 +38,19 @@ func checkGolden(t *testing.T, path string, got []byte) {
 	}
 }
 
-// runStream feeds an upstream transcript through newSSEReader and a
+// runStream feeds an upstream transcript through sse.NewReader and a
 // stream translator the way the pipeline does, returning exactly what the
 // client would receive (an error framed as the OpenAI format's
 // mid-stream error).
 func runStream(input []byte, tr streamTranslator) []byte {
-	reader := newSSEReader(bytes.NewReader(input), 1<<20)
+	reader := sse.NewReader(bytes.NewReader(input), 1<<20)
 	var out bytes.Buffer
 	fail := func(e *apiError) []byte {
 		out.Write(openAIFormat.streamError(nil, e))
 		return out.Bytes()
 	}
 	for {
-		ev, err := reader.next()
+		ev, err := reader.Next()
 		if err == io.EOF {
 			break
 		}
@@ -91,7 +92,7 @@ func testdataSeeds(f *testing.F, glob string) [][]byte {
 
 // translateEvent runs one upstream event through tr and frames what it
 // emits as an OpenAI client would receive it.
-func translateEvent(tr streamTranslator, ev sseEvent) ([]byte, *apiError) {
+func translateEvent(tr streamTranslator, ev sse.Event) ([]byte, *apiError) {
 	payloads, e := tr.event(ev, nil)
 	return openAIFormat.framePayloads(nil, payloads), e
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
+	"github.com/llmgateway/llmgateway/gateway/internal/sse"
 )
 
 // Anthropic Messages event stream → hub chat.completion.chunk payloads:
@@ -37,20 +38,20 @@ func newAnthropicStream(tc translateContext) streamTranslator {
 
 // anthropicEventType names an event by its "event:" field, or by the
 // data's "type" when the field is missing.
-func anthropicEventType(ev sseEvent) string {
-	if ev.name != "" {
-		return ev.name
+func anthropicEventType(ev sse.Event) string {
+	if ev.Name != "" {
+		return ev.Name
 	}
 	var head struct {
 		Type string `json:"type"`
 	}
-	_ = json.Unmarshal(ev.data, &head)
+	_ = json.Unmarshal(ev.Data, &head)
 	return head.Type
 }
 
 // event translates one upstream event. Events after message_stop are
 // ignored, and so are ping, content_block_stop and unknown events.
-func (s *anthropicStream) event(ev sseEvent, out []streamPayload) ([]streamPayload, *apiError) {
+func (s *anthropicStream) event(ev sse.Event, out []streamPayload) ([]streamPayload, *apiError) {
 	if s.stopped {
 		return out, nil
 	}
@@ -63,7 +64,7 @@ func (s *anthropicStream) event(ev sseEvent, out []streamPayload) ([]streamPaylo
 		return out, nil
 	}
 	var data anthropicWireEvent
-	if err := json.Unmarshal(ev.data, &data); err != nil {
+	if err := json.Unmarshal(ev.Data, &data); err != nil {
 		return out, anthropicBadResponse(kind+" event", err)
 	}
 	switch kind {
@@ -100,7 +101,7 @@ func (s *anthropicStream) event(ev sseEvent, out []streamPayload) ([]streamPaylo
 		return s.finishChunk(out, anthropicFinishReason(stopReason)), nil
 	}
 	e := anthropicStreamError(data.Error)
-	e.Upstream = apierr.EmbedUpstream(ev.data)
+	e.Upstream = apierr.EmbedUpstream(ev.Data)
 	return out, e
 }
 

@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/sse"
 )
 
 // anthropicTestContext is the fixed context every Anthropic golden is
@@ -241,13 +243,13 @@ func TestAnthropicStreamUsageFold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reader := newSSEReader(bytes.NewReader(input), 1<<20)
+	reader := sse.NewReader(bytes.NewReader(input), 1<<20)
 	tr := newAnthropicStream(anthropicTestContext(false))
 	if u := tr.usage(); u.reported {
 		t.Fatalf("usage before any event: %+v", u)
 	}
 	for {
-		ev, err := reader.next()
+		ev, err := reader.Next()
 		if err != nil {
 			break
 		}
@@ -344,7 +346,7 @@ func TestAnthropicStreamEvents(t *testing.T) {
 func TestAnthropicStreamErrorEvent(t *testing.T) {
 	tr := newAnthropicStream(anthropicTestContext(true))
 	data := `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`
-	out, e := translateEvent(tr, sseEvent{name: "error", data: []byte(data)})
+	out, e := translateEvent(tr, sse.Event{Name: "error", Data: []byte(data)})
 	if len(out) != 0 || e == nil {
 		t.Fatalf("got %q, %v; want an error only", out, e)
 	}

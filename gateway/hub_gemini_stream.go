@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
+	"github.com/llmgateway/llmgateway/gateway/internal/sse"
 )
 
 // Gemini streamGenerateContent?alt=sse events → hub
@@ -37,8 +38,8 @@ func newGeminiStream(tc translateContext) streamTranslator {
 
 // event translates one upstream event. After the finish chunk, events
 // only update the usage (Gemini may send a usage-only final event).
-func (s *geminiStream) event(ev sseEvent, out []streamPayload) ([]streamPayload, *apiError) {
-	data := bytes.TrimSpace(ev.data)
+func (s *geminiStream) event(ev sse.Event, out []streamPayload) ([]streamPayload, *apiError) {
+	data := bytes.TrimSpace(ev.Data)
 	if len(data) == 0 || string(data) == "[DONE]" {
 		return out, nil
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/sse"
 )
 
 // geminiTestContext is the fixed context every Gemini golden is
@@ -227,11 +229,11 @@ func TestGeminiStreamUsage(t *testing.T) {
 	}
 	tc := geminiTestContext()
 	tc.includeUsage = false
-	reader := newSSEReader(bytes.NewReader(in), 1<<20)
+	reader := sse.NewReader(bytes.NewReader(in), 1<<20)
 	tr := newGeminiStream(tc)
 	var out []byte
 	for {
-		ev, err := reader.next()
+		ev, err := reader.Next()
 		if err != nil {
 			break
 		}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/sse"
 )
 
 // A client's view of hub stream output, shared by the translator tests:
@@ -113,12 +115,12 @@ func checkHubFraming(t *testing.T, out []byte) {
 // payloadsWithError false, the call that fails must append nothing.
 func fuzzHubStream(t *testing.T, input []byte, tr streamTranslator, payloadsWithError bool) []byte {
 	t.Helper()
-	reader := newSSEReader(bytes.NewReader(input), 64<<10)
+	reader := sse.NewReader(bytes.NewReader(input), 64<<10)
 	var out []byte
 	for {
-		ev, err := reader.next()
+		ev, err := reader.Next()
 		if err != nil {
-			if err != io.EOF && err != errStreamTooLarge {
+			if err != io.EOF && err != sse.ErrTooLarge {
 				t.Fatalf("reader: %v", err)
 			}
 			break

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
+	"github.com/llmgateway/llmgateway/gateway/internal/sse"
 )
 
 // outcome is what the respond stage delivered: the account and record
@@ -137,8 +138,8 @@ func (c *call) relayEvents(x *exchange, o *outbound) *outcome {
 	copyResponseHeaders(c.w.Header(), x.resp.Header)
 	c.startStream(x.resp.StatusCode)
 	out := &outcome{status: x.resp.StatusCode, streamed: true}
-	res := relaySSE(c.w, x.body, maxUpstreamResponseBytes, c.format.isStreamEnd, func(ev sseEvent) {
-		usageFromJSON(ev.data, &out.usage)
+	res := relaySSE(c.w, x.body, maxUpstreamResponseBytes, c.format.isStreamEnd, func(ev sse.Event) {
+		usageFromJSON(ev.Data, &out.usage)
 	})
 	if c.r.Context().Err() != nil {
 		c.clientLeft(out, p, res.events)
@@ -165,19 +166,19 @@ func (c *call) relayTranslated(x *exchange, o *outbound, st streamTranslator) *o
 	c.startStream(http.StatusOK)
 	out := &outcome{status: http.StatusOK, streamed: true}
 	sw := newStreamWriter(c.w)
-	rd := newSSEReader(x.body, maxUpstreamResponseBytes)
+	rd := sse.NewReader(x.body, maxUpstreamResponseBytes)
 	var payloads []streamPayload
 	events := 0
 	var e *apiError
 	for {
-		ev, err := rd.next()
+		ev, err := rd.Next()
 		if err != nil {
 			if c.r.Context().Err() != nil {
 				out.usage = st.usage()
 				c.clientLeft(out, p, events)
 				return out
 			}
-			if err == io.EOF && !rd.partial {
+			if err == io.EOF && !rd.Partial() {
 				payloads, e = st.finish(payloads[:0])
 				sw.buf = c.format.framePayloads(sw.buf[:0], payloads)
 				if e = attributed(p, e); e == nil {

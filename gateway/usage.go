@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"strings"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/sse"
 )
 
 // wireUsage holds every provider's usage field names; one decode reads
@@ -97,19 +99,19 @@ const maxSniffedJSONBytes = 8 << 20
 // JSON body is kept (up to a bound) and parsed at its end. finish runs
 // once, at EOF or Close.
 type usageSniffer struct {
-	rc       io.ReadCloser
-	sse      bool
-	events   sseParser // the event in progress (event streams)
-	buf      []byte    // the JSON body so far
-	over     bool
-	u        usage
-	finished bool
-	onFinish func(u usage, streamed bool)
+	rc          io.ReadCloser
+	eventStream bool
+	events      sse.Parser // the event in progress (event streams)
+	buf         []byte     // the JSON body so far
+	over        bool
+	u           usage
+	finished    bool
+	onFinish    func(u usage, streamed bool)
 }
 
 func newUsageSniffer(rc io.ReadCloser, contentType string, onFinish func(u usage, streamed bool)) *usageSniffer {
 	ct := strings.ToLower(contentType)
-	return &usageSniffer{rc: rc, sse: strings.HasPrefix(ct, "text/event-stream"), onFinish: onFinish,
+	return &usageSniffer{rc: rc, eventStream: strings.HasPrefix(ct, "text/event-stream"), onFinish: onFinish,
 		over: !strings.Contains(ct, "json") && !strings.HasPrefix(ct, "text/event-stream")}
 }
 
@@ -130,7 +132,7 @@ func (s *usageSniffer) Close() error {
 }
 
 func (s *usageSniffer) feed(p []byte) {
-	if !s.sse {
+	if !s.eventStream {
 		if len(s.buf)+len(p) > maxSniffedJSONBytes {
 			s.over, s.buf = true, nil
 			return
@@ -141,16 +143,16 @@ func (s *usageSniffer) feed(p []byte) {
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
-			if s.events.pending()+len(p) > maxSniffedJSONBytes {
-				s.events.take() // an absurd event: skip it
+			if s.events.Pending()+len(p) > maxSniffedJSONBytes {
+				s.events.Take() // an absurd event: skip it
 				return
 			}
-			s.events.feed(p, false)
+			s.events.Feed(p, false)
 			return
 		}
-		if s.events.feed(p[:i+1], true) {
-			ev := s.events.take()
-			usageFromJSON(ev.data, &s.u)
+		if s.events.Feed(p[:i+1], true) {
+			ev := s.events.Take()
+			usageFromJSON(ev.Data, &s.u)
 		}
 		p = p[i+1:]
 	}
@@ -161,9 +163,9 @@ func (s *usageSniffer) finish() {
 		return
 	}
 	s.finished = true
-	if !s.sse && !s.over {
+	if !s.eventStream && !s.over {
 		usageFromJSON(s.buf, &s.u)
 	}
 	s.buf = nil
-	s.onFinish(s.u, s.sse)
+	s.onFinish(s.u, s.eventStream)
 }
