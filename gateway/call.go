@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
+	"github.com/llmgateway/llmgateway/gateway/internal/translate"
 )
 
 // outbound is one upstream request a backend prepared for one candidate,
@@ -29,10 +30,10 @@ type outbound struct {
 	binary bool
 	// decode translates a whole 2xx answer to the hub shape and reads its
 	// usage; nil relays the upstream's body and relayed headers as is.
-	decode func(data []byte) ([]byte, usage, *apiError)
+	decode func(data []byte) ([]byte, translate.Usage, *apiError)
 	// translator builds the stream translator for an event-stream answer;
 	// nil relays the upstream's events as is (same wire shape).
-	translator func() streamTranslator
+	translator func() translate.StreamTranslator
 }
 
 // exchange is an upstream's 2xx answer. The caller must call done.

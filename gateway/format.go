@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/sse"
+	"github.com/llmgateway/llmgateway/gateway/internal/translate"
 )
 
 // wireFormat is one client wire shape (an "inbound format"): everything
@@ -19,7 +20,7 @@ type wireFormat struct {
 	// envelope (status, headers, body).
 	writeError func(w http.ResponseWriter, e *apiError)
 	// frame appends one stream payload, framed for the wire, to dst.
-	frame func(dst []byte, p streamPayload) []byte
+	frame func(dst []byte, p translate.Payload) []byte
 	// streamEnd is written after the last payload of a stream that ended
 	// cleanly (OpenAI: "data: [DONE]"); streamEndName names it in errors.
 	streamEnd     []byte
@@ -50,8 +51,8 @@ var sseDone = []byte("data: [DONE]\n\n")
 var openAIFormat = &wireFormat{
 	name:       "openai",
 	writeError: writeOpenAIError,
-	frame: func(dst []byte, p streamPayload) []byte {
-		return sse.AppendData(dst, p.data)
+	frame: func(dst []byte, p translate.Payload) []byte {
+		return sse.AppendData(dst, p.Data)
 	},
 	streamEnd:     sseDone,
 	streamEndName: "[DONE]",
@@ -66,7 +67,7 @@ var openAIFormat = &wireFormat{
 }
 
 // framePayloads frames payloads in f's shape, appended to dst.
-func (f *wireFormat) framePayloads(dst []byte, payloads []streamPayload) []byte {
+func (f *wireFormat) framePayloads(dst []byte, payloads []translate.Payload) []byte {
 	for i := 0; i < len(payloads); i++ {
 		dst = f.frame(dst, payloads[i])
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 	"github.com/llmgateway/llmgateway/gateway/internal/store"
+	"github.com/llmgateway/llmgateway/gateway/internal/translate"
 )
 
 // Limits and accounting: fixed UTC windows, counted per scope (the user,
@@ -383,12 +384,12 @@ func (l *limiter) countRejection(ctx context.Context, scopes []limitScope, refus
 // account adds a finished request's tokens and cost to every scope's
 // hour, day and month windows. One store round trip; nothing when there
 // is nothing to add.
-func (l *limiter) account(ctx context.Context, scopes []limitScope, u usage, costMicros int64) {
+func (l *limiter) account(ctx context.Context, scopes []limitScope, u translate.Usage, costMicros int64) {
 	b := bucketsAt(l.now())
 	metrics := []struct {
 		name  string
 		delta int64
-	}{{"tokin", u.promptTokens}, {"tokout", u.completionTokens}, {"cost", costMicros}}
+	}{{"tokin", u.PromptTokens}, {"tokout", u.CompletionTokens}, {"cost", costMicros}}
 	var incrs []store.Incr
 	for i := 0; i < len(scopes); i++ {
 		for m := 0; m < len(metrics); m++ {

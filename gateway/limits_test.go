@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/translate"
 )
 
 // Property: for any instant, every window's bucket contains it, the
@@ -137,7 +139,7 @@ func TestLimiterTokenAndCostBudgets(t *testing.T) {
 		t.Fatal(e)
 	}
 	before := store.calls.Load()
-	l.account(ctx, scopes, usage{promptTokens: 60, completionTokens: 39}, 1000000)
+	l.account(ctx, scopes, translate.Usage{PromptTokens: 60, CompletionTokens: 39}, 1000000)
 	if store.calls.Load() != before+1 {
 		t.Fatalf("account took %d round trips, want 1", store.calls.Load()-before)
 	}
@@ -146,7 +148,7 @@ func TestLimiterTokenAndCostBudgets(t *testing.T) {
 	}
 	// This request pushes the day over: it was admitted (overshoot by at
 	// most one request), the next one is refused.
-	l.account(ctx, scopes, usage{promptTokens: 0, completionTokens: 50}, 1000000)
+	l.account(ctx, scopes, translate.Usage{PromptTokens: 0, CompletionTokens: 50}, 1000000)
 	e := l.checkAndCount(ctx, scopes)
 	if e == nil || !strings.Contains(e.Message, "tokensPerDay") || !strings.Contains(e.Message, "tokens") {
 		t.Fatalf("over the token budget: %+v", e)
@@ -156,7 +158,7 @@ func TestLimiterTokenAndCostBudgets(t *testing.T) {
 	if e := l.checkAndCount(ctx, scopes); e != nil {
 		t.Fatalf("next day refused: %v", e)
 	}
-	l.account(ctx, scopes, usage{promptTokens: 1}, 3000000)
+	l.account(ctx, scopes, translate.Usage{PromptTokens: 1}, 3000000)
 	e = l.checkAndCount(ctx, scopes)
 	if e == nil || !strings.Contains(e.Message, "costPerMonthUSD") || !strings.Contains(e.Message, "$5") {
 		t.Fatalf("over the cost budget: %+v", e)
@@ -188,7 +190,7 @@ func TestLimiterOneRoundTripWhateverTheScopes(t *testing.T) {
 	if e := l.checkAndCount(context.Background(), scopes); e != nil {
 		t.Fatal(e)
 	}
-	l.account(context.Background(), scopes, usage{promptTokens: 3, completionTokens: 4}, 7)
+	l.account(context.Background(), scopes, translate.Usage{PromptTokens: 3, CompletionTokens: 4}, 7)
 	if store.calls.Load() != 2 {
 		t.Fatalf("round trips = %d for 8 scopes, want 2 (check + account)", store.calls.Load())
 	}

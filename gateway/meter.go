@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
+	"github.com/llmgateway/llmgateway/gateway/internal/translate"
 )
 
 // Metering: where the routes meet limits and accounting.
@@ -45,7 +46,7 @@ func (g *Gateway) priceOf(provider, model string) (modelPrice, bool) {
 
 // costOf is a request's cost in micro-USD (0, with a warning, when the
 // model has no known price).
-func (g *Gateway) costOf(provider, model string, u usage) int64 {
+func (g *Gateway) costOf(provider, model string, u translate.Usage) int64 {
 	if model == "" {
 		return 0
 	}

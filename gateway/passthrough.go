@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
+	"github.com/llmgateway/llmgateway/gateway/internal/translate"
 )
 
 // passthroughTarget splits "/{provider}/{rest}" when {provider} names a
@@ -144,7 +145,7 @@ func (c *call) proxy(p *providerRuntime, body *cappedBody, model string) *outcom
 			redactResponseBody(resp, p.apiKey)
 			return nil
 		}
-		resp.Body = newUsageSniffer(resp.Body, resp.Header.Get("Content-Type"), func(u usage, streamed bool) {
+		resp.Body = newUsageSniffer(resp.Body, resp.Header.Get("Content-Type"), func(u translate.Usage, streamed bool) {
 			out.usage, out.streamed = u, streamed
 			out.requestBytes = int(body.sent.Load())
 		})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
+	"github.com/llmgateway/llmgateway/gateway/internal/translate"
 )
 
 // call is one metered request's state, created per request and never
@@ -178,13 +179,13 @@ func (c *call) fail(e *apiError) {
 }
 
 // translateContext builds the response translators' context.
-func (c *call) translateContext(upstreamModel string) translateContext {
-	return translateContext{
-		requestedModel: c.req.model,
-		upstreamModel:  upstreamModel,
-		created:        time.Now().Unix(),
-		includeUsage:   c.req.includeUsage,
-		idFallback:     c.format.idPrefix + randomHex(12),
+func (c *call) translateContext(upstreamModel string) translate.Context {
+	return translate.Context{
+		RequestedModel: c.req.model,
+		UpstreamModel:  upstreamModel,
+		Created:        time.Now().Unix(),
+		IncludeUsage:   c.req.includeUsage,
+		IDFallback:     c.format.idPrefix + randomHex(12),
 	}
 }
 

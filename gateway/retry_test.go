@@ -150,7 +150,7 @@ func TestRetryTransientFailures(t *testing.T) {
 			}
 			if tc.wantStatus == 200 {
 				recs := ul.waitFor(t, 1)
-				if len(recs) != 1 || recs[0].usage.promptTokens != 11 || recs[0].usage.completionTokens != 7 || recs[0].usage.estimated {
+				if len(recs) != 1 || recs[0].usage.PromptTokens != 11 || recs[0].usage.CompletionTokens != 7 || recs[0].usage.Estimated {
 					t.Fatalf("usage records = %+v, want one with 11/7 from the final attempt", recs)
 				}
 			}
