@@ -239,8 +239,12 @@ func TestRetryWaitAbortedByClientCancel(t *testing.T) {
 	// The request's record is emitted when its handler returns: from then
 	// on no second attempt can be made, so the count is final.
 	var rec requestRecord
+	// The case binds a new variable: a receive assigned to an existing
+	// one ("case rec = <-ended") panics under Yaegi (reflect.Select:
+	// invalid Dir).
 	select {
-	case rec = <-ended:
+	case got := <-ended:
+		rec = got
 	case <-time.After(5 * time.Second):
 		t.Fatal("the request did not end after the client cancelled its retry wait")
 	}
