@@ -1,8 +1,10 @@
-package gateway
+package translate
 
 import (
 	"encoding/json"
 	"strconv"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 )
 
 // Hub (OpenAI chat completions) request → Anthropic Messages request.
@@ -54,11 +56,11 @@ var anthropicThinkingBudgets = map[string]int64{
 	"max":     32768,
 }
 
-// anthropicChatRequest translates an OpenAI chat completions request
-// body into an Anthropic Messages request for upstreamModel. stream
+// AnthropicChatRequest translates an OpenAI chat completions request
+// body into an Anthropic Messages request for upstreamModel; the bool
 // reports whether the client asked for a stream. Anything malformed, or
 // meaningful but inexpressible on Anthropic, is a 400 naming the field.
-func anthropicChatRequest(body []byte, upstreamModel string) (out []byte, stream bool, e *apiError) {
+func AnthropicChatRequest(body []byte, upstreamModel string) ([]byte, bool, *apierr.Error) {
 	fields, fe := decodeRequestObject(body)
 	if fe != nil {
 		return nil, false, fe
@@ -95,12 +97,12 @@ type anthropicRequestBuilder struct {
 
 // anthropicUnsupported is the 400 for a meaningful parameter Anthropic
 // cannot express.
-func anthropicUnsupported(param, detail string) *apiError {
+func anthropicUnsupported(param, detail string) *apierr.Error {
 	msg := "parameter \"" + param + "\""
 	if detail != "" {
 		msg += " (" + detail + ")"
 	}
-	return errBadRequest("unsupported_parameter", msg+" is not supported by anthropic-type providers")
+	return apierr.BadRequest("unsupported_parameter", msg+" is not supported by anthropic-type providers")
 }
 
 // field returns a top-level field that is present and not null.
@@ -114,7 +116,7 @@ func (b *anthropicRequestBuilder) field(name string) (json.RawMessage, bool) {
 
 // anthropicInteger reads an integer count (n, max_tokens) within ±1e15;
 // larger values are refused rather than sent on.
-func anthropicInteger(raw json.RawMessage, path string) (int64, *apiError) {
+func anthropicInteger(raw json.RawMessage, path string) (int64, *apierr.Error) {
 	n, e := readInteger(raw, path)
 	if e != nil || n > 1e15 || n < -1e15 {
 		return 0, errInvalidField(path, "an integer")
@@ -126,7 +128,7 @@ func anthropicInteger(raw json.RawMessage, path string) (int64, *apiError) {
 // equivalent for, when they are set to anything but their no-op value.
 // The checks run in a fixed order, so the first such parameter is the
 // one reported.
-func (b *anthropicRequestBuilder) rejectUnsupported() *apiError {
+func (b *anthropicRequestBuilder) rejectUnsupported() *apierr.Error {
 	if e := b.rejectChoiceCount(); e != nil {
 		return e
 	}
@@ -140,7 +142,7 @@ func (b *anthropicRequestBuilder) rejectUnsupported() *apiError {
 }
 
 // rejectChoiceCount refuses n > 1: Anthropic generates one choice.
-func (b *anthropicRequestBuilder) rejectChoiceCount() *apiError {
+func (b *anthropicRequestBuilder) rejectChoiceCount() *apierr.Error {
 	raw, ok := b.field("n")
 	if !ok {
 		return nil
@@ -160,7 +162,7 @@ func (b *anthropicRequestBuilder) rejectChoiceCount() *apiError {
 
 // rejectLogprobs refuses token-level controls and output: a non-empty
 // logit_bias, logprobs, and non-zero top_logprobs or penalties.
-func (b *anthropicRequestBuilder) rejectLogprobs() *apiError {
+func (b *anthropicRequestBuilder) rejectLogprobs() *apierr.Error {
 	if raw, ok := b.field("logit_bias"); ok {
 		m, e := readObject(raw, "logit_bias")
 		if e != nil {
@@ -196,7 +198,7 @@ func (b *anthropicRequestBuilder) rejectLogprobs() *apiError {
 
 // rejectOutputFormat refuses a response_format other than text and
 // output modalities other than text.
-func (b *anthropicRequestBuilder) rejectOutputFormat() *apiError {
+func (b *anthropicRequestBuilder) rejectOutputFormat() *apierr.Error {
 	if raw, ok := b.field("response_format"); ok {
 		m, e := readObject(raw, "response_format")
 		if e != nil {
@@ -232,7 +234,7 @@ func (b *anthropicRequestBuilder) rejectOutputFormat() *apiError {
 
 // rejectPresent refuses the parameters Anthropic has nothing for,
 // whatever their value.
-func (b *anthropicRequestBuilder) rejectPresent() *apiError {
+func (b *anthropicRequestBuilder) rejectPresent() *apierr.Error {
 	refused := []string{"seed", "audio", "web_search_options", "functions", "function_call"}
 	for i := 0; i < len(refused); i++ {
 		if _, ok := b.field(refused[i]); ok {
@@ -248,7 +250,7 @@ func (b *anthropicRequestBuilder) rejectPresent() *apiError {
 
 // sampling maps max tokens, temperature, top_p, stop, user, stream and
 // reasoning_effort.
-func (b *anthropicRequestBuilder) sampling() *apiError {
+func (b *anthropicRequestBuilder) sampling() *apierr.Error {
 	b.req.MaxTokens = anthropicDefaultMaxTokens
 	explicitMax := false
 	names := []string{"max_completion_tokens", "max_tokens"}
@@ -321,7 +323,7 @@ func (b *anthropicRequestBuilder) sampling() *apiError {
 // Anthropic counts inside max_tokens and wants below it. Without an
 // explicit cap, the cap grows by the budget so the answer keeps the
 // default room.
-func (b *anthropicRequestBuilder) reasoning(explicitMax bool) *apiError {
+func (b *anthropicRequestBuilder) reasoning(explicitMax bool) *apierr.Error {
 	raw, ok := b.field("reasoning_effort")
 	if !ok {
 		return nil

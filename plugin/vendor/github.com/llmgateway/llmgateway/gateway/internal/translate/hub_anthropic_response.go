@@ -1,14 +1,16 @@
-package gateway
+package translate
 
 import (
 	"bytes"
 	"encoding/json"
 	"net/http"
 	"strings"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 )
 
 // Anthropic Messages response → hub chat.completion
-// (anthropicChatResponse), and what the stream translator
+// (AnthropicChatResponse), and what the stream translator
 // (hub_anthropic_stream.go) shares with it: finish reasons, usage and
 // errors. Thinking and redacted_thinking blocks are dropped, whole or
 // streamed: OpenAI's chat format has no standard field for them, and
@@ -34,60 +36,60 @@ func anthropicFinishReason(stopReason *string) string {
 
 // anthropicBadResponse is the 502 for an Anthropic answer that does not
 // parse; cause is logged, never sent.
-func anthropicBadResponse(what string, cause error) *apiError {
-	e := newError(http.StatusBadGateway, "server_error", "upstream_bad_response",
+func anthropicBadResponse(what string, cause error) *apierr.Error {
+	e := apierr.New(http.StatusBadGateway, "server_error", "upstream_bad_response",
 		"anthropic-type provider sent a malformed "+what)
-	e.cause = cause
+	e.Cause = cause
 	return e
 }
 
 // addTo folds the reported counts into u; absent counts leave u
 // unchanged.
-func (w *anthropicWireUsage) addTo(u *usage) {
+func (w *anthropicWireUsage) addTo(u *Usage) {
 	if w == nil {
 		return
 	}
-	u.reported = true
+	u.Reported = true
 	if w.InputTokens != nil {
-		u.promptTokens = *w.InputTokens
+		u.PromptTokens = *w.InputTokens
 	}
 	if w.CacheCreationInputTokens != nil {
-		u.cacheCreationTokens = *w.CacheCreationInputTokens
+		u.CacheCreationTokens = *w.CacheCreationInputTokens
 	}
 	if w.CacheReadInputTokens != nil {
-		u.cacheReadTokens = *w.CacheReadInputTokens
+		u.CacheReadTokens = *w.CacheReadInputTokens
 	}
 	if w.OutputTokens != nil {
-		u.completionTokens = *w.OutputTokens
+		u.CompletionTokens = *w.OutputTokens
 	}
 }
 
-// anthropicUsageTotals turns the raw fold (promptTokens holding
-// input_tokens only) into the gateway's usage, where promptTokens
+// anthropicUsageTotals turns the raw fold (PromptTokens holding
+// input_tokens only) into the gateway's usage, where PromptTokens
 // includes the cache counts.
-func anthropicUsageTotals(raw usage) usage {
-	raw.promptTokens += raw.cacheCreationTokens + raw.cacheReadTokens
+func anthropicUsageTotals(raw Usage) Usage {
+	raw.PromptTokens += raw.CacheCreationTokens + raw.CacheReadTokens
 	return raw
 }
 
-// anthropicChatResponse translates a non-streaming Messages response
+// AnthropicChatResponse translates a non-streaming Messages response
 // into an OpenAI chat.completion and reports its usage.
-func anthropicChatResponse(body []byte, tc translateContext) ([]byte, usage, *apiError) {
+func AnthropicChatResponse(body []byte, tc Context) ([]byte, Usage, *apierr.Error) {
 	var msg anthropicWireResponse
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return nil, usage{}, anthropicBadResponse("response (not a JSON object)", nil)
+		return nil, Usage{}, anthropicBadResponse("response (not a JSON object)", nil)
 	}
 	if err := json.Unmarshal(trimmed, &msg); err != nil {
-		return nil, usage{}, anthropicBadResponse("response", err)
+		return nil, Usage{}, anthropicBadResponse("response", err)
 	}
 	if msg.Type == "error" || msg.Error != nil {
 		e := anthropicStreamError(msg.Error)
-		e.upstream = embedUpstreamBody(trimmed)
-		return nil, usage{}, e
+		e.Upstream = apierr.EmbedUpstream(trimmed)
+		return nil, Usage{}, e
 	}
 	if msg.Type != "message" && (msg.Type != "" || msg.Content == nil) {
-		return nil, usage{}, anthropicBadResponse("response (not a message)", nil)
+		return nil, Usage{}, anthropicBadResponse("response (not a message)", nil)
 	}
 	var text strings.Builder
 	hasText := false
@@ -110,31 +112,31 @@ func anthropicChatResponse(body []byte, tc translateContext) ([]byte, usage, *ap
 	}
 	id := msg.ID
 	if id == "" {
-		id = tc.idFallback
+		id = tc.IDFallback
 	}
 	out := hubChatCompletion{
 		ID:      id,
 		Object:  "chat.completion",
-		Created: tc.created,
-		Model:   tc.requestedModel,
+		Created: tc.Created,
+		Model:   tc.RequestedModel,
 		Choices: []hubChoice{{Index: 0, Message: message, FinishReason: anthropicFinishReason(msg.StopReason)}},
 	}
-	var u usage
+	var u Usage
 	msg.Usage.addTo(&u)
 	u = anthropicUsageTotals(u)
-	if u.reported {
+	if u.Reported {
 		out.Usage = newHubUsage(u)
 	}
 	data := encodeJSON(&out)
 	if data == nil {
-		return nil, usage{}, anthropicBadResponse("response", nil)
+		return nil, Usage{}, anthropicBadResponse("response", nil)
 	}
 	return data, u, nil
 }
 
 // anthropicStreamError is the error an Anthropic "error" payload
 // becomes: a 502 naming Anthropic's error type and message.
-func anthropicStreamError(detail *anthropicWireError) *apiError {
+func anthropicStreamError(detail *anthropicWireError) *apierr.Error {
 	msg := "anthropic-type provider reported an error"
 	if detail != nil && detail.Type != "" {
 		msg += ": " + detail.Type
@@ -142,31 +144,5 @@ func anthropicStreamError(detail *anthropicWireError) *apiError {
 			msg += ": " + detail.Message
 		}
 	}
-	return newError(http.StatusBadGateway, "server_error", "upstream_error", msg)
-}
-
-// anthropicToolResultText flattens a tool_result's content (a string or
-// an array of blocks, whose text blocks are joined with newlines) into
-// the plain string an OpenAI tool message needs, prefixed "Error: "
-// when isError.
-func anthropicToolResultText(raw json.RawMessage, isError bool) string {
-	text := ""
-	if !isJSONNull(raw) && raw[0] == '"' {
-		_ = json.Unmarshal(raw, &text)
-	} else if !isJSONNull(raw) {
-		var blocks []anthropicWireContent
-		if json.Unmarshal(raw, &blocks) == nil {
-			var parts []string
-			for i := 0; i < len(blocks); i++ {
-				if blocks[i].Type == "text" {
-					parts = append(parts, blocks[i].Text)
-				}
-			}
-			text = strings.Join(parts, "\n")
-		}
-	}
-	if isError {
-		return "Error: " + text
-	}
-	return text
+	return apierr.New(http.StatusBadGateway, "server_error", "upstream_error", msg)
 }

@@ -1,4 +1,4 @@
-package gateway
+package translate
 
 import "encoding/json"
 
@@ -82,12 +82,12 @@ type hubCompletionTokensDetails struct {
 
 // newHubUsage is the hub usage for the gateway's usage u (whose
 // promptTokens already include the cache counts).
-func newHubUsage(u usage) *hubUsage {
+func newHubUsage(u Usage) *hubUsage {
 	return &hubUsage{
-		PromptTokens:        u.promptTokens,
-		CompletionTokens:    u.completionTokens,
-		TotalTokens:         u.promptTokens + u.completionTokens,
-		PromptTokensDetails: hubPromptTokensDetails{CachedTokens: u.cacheReadTokens},
+		PromptTokens:        u.PromptTokens,
+		CompletionTokens:    u.CompletionTokens,
+		TotalTokens:         u.PromptTokens + u.CompletionTokens,
+		PromptTokensDetails: hubPromptTokensDetails{CachedTokens: u.CacheReadTokens},
 	}
 }
 
@@ -119,23 +119,23 @@ type hubDelta struct {
 
 // hubDeltaPayload is the stream payload of a chunk carrying delta for
 // choice 0 of the stream id; finish is nil except in the finish chunk.
-func hubDeltaPayload(tc translateContext, id string, delta hubDelta, finish *string) streamPayload {
-	c := hubChunk{ID: id, Object: "chat.completion.chunk", Created: tc.created, Model: tc.requestedModel,
+func hubDeltaPayload(tc Context, id string, delta hubDelta, finish *string) Payload {
+	c := hubChunk{ID: id, Object: "chat.completion.chunk", Created: tc.Created, Model: tc.RequestedModel,
 		Choices: []hubChunkChoice{{Index: 0, Delta: delta, FinishReason: finish}}}
-	return streamPayload{data: encodeJSON(&c)}
+	return Payload{Data: encodeJSON(&c)}
 }
 
 // hubUsagePayload is the stream payload of the usage chunk that
 // stream_options.include_usage asks for: no choices, only the usage.
-func hubUsagePayload(tc translateContext, id string, u *hubUsage) streamPayload {
-	c := hubChunk{ID: id, Object: "chat.completion.chunk", Created: tc.created, Model: tc.requestedModel,
+func hubUsagePayload(tc Context, id string, u *hubUsage) Payload {
+	c := hubChunk{ID: id, Object: "chat.completion.chunk", Created: tc.Created, Model: tc.RequestedModel,
 		Choices: []hubChunkChoice{}, Usage: u}
-	return streamPayload{data: encodeJSON(&c)}
+	return Payload{Data: encodeJSON(&c)}
 }
 
 // hubEmbeddingList is an embeddings response. Usage holds an encoded
 // hubEmbeddingUsage; it stays raw so that a rewrite of the vectors
-// (geminiEmbedBase64) passes on whatever usage it read.
+// (GeminiEmbedBase64) passes on whatever usage it read.
 type hubEmbeddingList struct {
 	Object string          `json:"object"` // "list"
 	Data   []hubEmbedding  `json:"data"`

@@ -1,8 +1,10 @@
-package gateway
+package translate
 
 import (
 	"encoding/json"
 	"strconv"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 )
 
 // OpenAI tools and tool_choice → Gemini functionDeclarations and
@@ -10,7 +12,7 @@ import (
 
 // geminiFunctionDeclarations converts tools[] into function
 // declarations.
-func geminiFunctionDeclarations(raw json.RawMessage) ([]geminiWireFunctionDeclaration, *apiError) {
+func geminiFunctionDeclarations(raw json.RawMessage) ([]geminiWireFunctionDeclaration, *apierr.Error) {
 	if isJSONNull(raw) {
 		return nil, nil
 	}
@@ -32,7 +34,7 @@ func geminiFunctionDeclarations(raw json.RawMessage) ([]geminiWireFunctionDeclar
 // geminiFunctionDeclaration converts one function tool. Its parameters
 // go as Gemini's schema subset when they fit it, else verbatim as a JSON
 // Schema; an object schema without properties is no parameters.
-func geminiFunctionDeclaration(raw json.RawMessage, where string) (geminiWireFunctionDeclaration, *apiError) {
+func geminiFunctionDeclaration(raw json.RawMessage, where string) (geminiWireFunctionDeclaration, *apierr.Error) {
 	tool, ok := parseJSONObject(raw)
 	if !ok {
 		return geminiWireFunctionDeclaration{}, errInvalidField(where, "an object")
@@ -96,7 +98,7 @@ type geminiToolChoiceSpec struct {
 // geminiToolChoice maps tool_choice to a toolConfig and returns the
 // declarations to send. A choice naming an undeclared function is a
 // 400, and so is one that requires a call when there are no tools.
-func geminiToolChoice(raw json.RawMessage, decls []geminiWireFunctionDeclaration) (*geminiWireToolConfig, []geminiWireFunctionDeclaration, *apiError) {
+func geminiToolChoice(raw json.RawMessage, decls []geminiWireFunctionDeclaration) (*geminiWireToolConfig, []geminiWireFunctionDeclaration, *apierr.Error) {
 	if isJSONNull(raw) {
 		return nil, decls, nil
 	}
@@ -125,7 +127,7 @@ func geminiToolChoice(raw json.RawMessage, decls []geminiWireFunctionDeclaration
 
 // geminiReadToolChoice reads tool_choice: "auto", "none", "required", a
 // named function, or allowed_tools.
-func geminiReadToolChoice(raw json.RawMessage) (geminiToolChoiceSpec, *apiError) {
+func geminiReadToolChoice(raw json.RawMessage) (geminiToolChoiceSpec, *apierr.Error) {
 	if raw[0] == '"' {
 		s, e := readString(raw, "tool_choice")
 		if e != nil {
@@ -169,7 +171,7 @@ func geminiReadToolChoice(raw json.RawMessage) (geminiToolChoiceSpec, *apiError)
 // geminiAllowedTools reads tool_choice.allowed_tools: mode required
 // allows only the listed functions (ANY + their names), mode auto sends
 // only their declarations (AUTO).
-func geminiAllowedTools(raw json.RawMessage) (geminiToolChoiceSpec, *apiError) {
+func geminiAllowedTools(raw json.RawMessage) (geminiToolChoiceSpec, *apierr.Error) {
 	at, ok := parseJSONObject(raw)
 	if !ok {
 		return geminiToolChoiceSpec{}, errInvalidField("tool_choice.allowed_tools", "an object")

@@ -1,8 +1,10 @@
-package gateway
+package translate
 
 import (
 	"encoding/json"
 	"strconv"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 )
 
 // OpenAI messages → Gemini systemInstruction and contents. The parts of
@@ -10,7 +12,7 @@ import (
 
 // geminiMessages converts messages[] into systemInstruction and
 // contents.
-func geminiMessages(raw json.RawMessage) (*geminiWireContent, []geminiWireContent, *apiError) {
+func geminiMessages(raw json.RawMessage) (*geminiWireContent, []geminiWireContent, *apierr.Error) {
 	msgs, ok := parseJSONArray(raw)
 	if !ok || len(msgs) == 0 {
 		return nil, nil, errInvalidRequest(`"messages" must be a non-empty array`)
@@ -43,7 +45,7 @@ type geminiConversation struct {
 }
 
 // message converts one message by its role.
-func (c *geminiConversation) message(m map[string]json.RawMessage, where string) *apiError {
+func (c *geminiConversation) message(m map[string]json.RawMessage, where string) *apierr.Error {
 	role, e := readString(m["role"], where+".role")
 	if e != nil {
 		return e
@@ -79,7 +81,7 @@ func (c *geminiConversation) add(role string, parts []geminiWirePart) {
 
 // systemMessage hoists a system or developer message's text into the
 // system instruction, wherever the message stands.
-func (c *geminiConversation) systemMessage(m map[string]json.RawMessage, where string) *apiError {
+func (c *geminiConversation) systemMessage(m map[string]json.RawMessage, where string) *apierr.Error {
 	if isJSONNull(m["content"]) {
 		return errInvalidRequest(`"` + where + `.content" is required`)
 	}
@@ -97,7 +99,7 @@ func (c *geminiConversation) systemMessage(m map[string]json.RawMessage, where s
 }
 
 // userMessage converts a user message into a "user" turn.
-func (c *geminiConversation) userMessage(m map[string]json.RawMessage, where string) *apiError {
+func (c *geminiConversation) userMessage(m map[string]json.RawMessage, where string) *apierr.Error {
 	if isJSONNull(m["content"]) {
 		return errInvalidRequest(`"` + where + `.content" is required`)
 	}
@@ -111,7 +113,7 @@ func (c *geminiConversation) userMessage(m map[string]json.RawMessage, where str
 
 // assistantMessage converts an assistant message into a "model" turn:
 // its text, then its tool calls as functionCall parts.
-func (c *geminiConversation) assistantMessage(m map[string]json.RawMessage, where string) *apiError {
+func (c *geminiConversation) assistantMessage(m map[string]json.RawMessage, where string) *apierr.Error {
 	parts, e := geminiContentParts(m["content"], where, "assistant")
 	if e != nil {
 		return e
@@ -129,7 +131,7 @@ func (c *geminiConversation) assistantMessage(m map[string]json.RawMessage, wher
 
 // toolMessage converts a tool message into a functionResponse part of a
 // "user" turn, named after the latest earlier tool call with its id.
-func (c *geminiConversation) toolMessage(m map[string]json.RawMessage, where string) *apiError {
+func (c *geminiConversation) toolMessage(m map[string]json.RawMessage, where string) *apierr.Error {
 	id, e := readString(m["tool_call_id"], where+".tool_call_id")
 	if e != nil {
 		return e

@@ -1,9 +1,12 @@
-package gateway
+package translate
 
 import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
+	"github.com/llmgateway/llmgateway/gateway/internal/sse"
 )
 
 // Gemini streamGenerateContent?alt=sse events → hub
@@ -15,28 +18,28 @@ import (
 // geminiStream translates one Gemini event stream; it is created per
 // request and never shared.
 type geminiStream struct {
-	tc       translateContext
+	tc       Context
 	id       string // the chunks' id, fixed by the first event
 	callBase string // the per-response part of generated tool call ids
 	started  bool   // the role chunk went out
 	finished bool   // the finish chunk went out
 	sawCall  bool
 	calls    int // tool calls sent so far
-	u        usage
+	u        Usage
 	usageOut *hubUsage // nil until a usageMetadata arrives
 }
 
-var _ streamTranslator = (*geminiStream)(nil)
+var _ StreamTranslator = (*geminiStream)(nil)
 
-// newGeminiStream returns the translator for one Gemini stream.
-func newGeminiStream(tc translateContext) streamTranslator {
+// NewGeminiStream returns the translator for one Gemini stream.
+func NewGeminiStream(tc Context) StreamTranslator {
 	return &geminiStream{tc: tc}
 }
 
-// event translates one upstream event. After the finish chunk, events
-// only update the usage (Gemini may send a usage-only final event).
-func (s *geminiStream) event(ev sseEvent, out []streamPayload) ([]streamPayload, *apiError) {
-	data := bytes.TrimSpace(ev.data)
+// Event translates one upstream Event. After the finish chunk, events
+// only update the usage (Gemini may send a usage-only final Event).
+func (s *geminiStream) Event(ev sse.Event, out []Payload) ([]Payload, *apierr.Error) {
+	data := bytes.TrimSpace(ev.Data)
 	if len(data) == 0 || string(data) == "[DONE]" {
 		return out, nil
 	}
@@ -73,10 +76,10 @@ func (s *geminiStream) event(ev sseEvent, out []streamPayload) ([]streamPayload,
 
 // start fixes the stream's ids from the first event and appends the
 // role chunk.
-func (s *geminiStream) start(out []streamPayload, responseID string) []streamPayload {
+func (s *geminiStream) start(out []Payload, responseID string) []Payload {
 	s.started = true
-	s.id = geminiResponseID(responseID, s.tc.idFallback)
-	s.callBase = geminiCallIDBase(responseID, s.tc.idFallback)
+	s.id = geminiResponseID(responseID, s.tc.IDFallback)
+	s.callBase = geminiCallIDBase(responseID, s.tc.IDFallback)
 	empty := ""
 	return append(out, s.chunk(hubDelta{Role: "assistant", Content: &empty}, ""))
 }
@@ -85,7 +88,7 @@ func (s *geminiStream) start(out []streamPayload, responseID string) []streamPay
 // of text parts, one tool call chunk per (whole) functionCall, in their
 // order; thought parts are dropped. Then the finish chunk, when the
 // candidate has a finishReason.
-func (s *geminiStream) candidate(out []streamPayload, cand *geminiWireCandidate) []streamPayload {
+func (s *geminiStream) candidate(out []Payload, cand *geminiWireCandidate) []Payload {
 	text := ""
 	if cand.Content != nil {
 		for j := 0; j < len(cand.Content.Parts); j++ {
@@ -113,7 +116,7 @@ func (s *geminiStream) candidate(out []streamPayload, cand *geminiWireCandidate)
 }
 
 // textChunk appends a content chunk for non-empty text.
-func (s *geminiStream) textChunk(out []streamPayload, text string) []streamPayload {
+func (s *geminiStream) textChunk(out []Payload, text string) []Payload {
 	if text == "" {
 		return out
 	}
@@ -122,7 +125,7 @@ func (s *geminiStream) textChunk(out []streamPayload, text string) []streamPaylo
 
 // toolCallChunk appends the chunk carrying a whole tool call: Gemini
 // sends each functionCall complete, so there is no arguments fragment.
-func (s *geminiStream) toolCallChunk(out []streamPayload, p *geminiWireResponsePart) []streamPayload {
+func (s *geminiStream) toolCallChunk(out []Payload, p *geminiWireResponsePart) []Payload {
 	index := s.calls
 	call := geminiToolCall(p, s.callBase, s.calls, &index)
 	s.calls++
@@ -132,22 +135,22 @@ func (s *geminiStream) toolCallChunk(out []streamPayload, p *geminiWireResponseP
 
 // chunk is the payload of a chunk carrying delta; finish is "" except
 // in the finish chunk.
-func (s *geminiStream) chunk(delta hubDelta, finish string) streamPayload {
+func (s *geminiStream) chunk(delta hubDelta, finish string) Payload {
 	if finish == "" {
 		return hubDeltaPayload(s.tc, s.id, delta, nil)
 	}
 	return hubDeltaPayload(s.tc, s.id, delta, &finish)
 }
 
-// finish reports a stream that ended before any finishReason, and
+// Finish reports a stream that ended before any finishReason, and
 // appends the usage chunk when the client asked for it (zero counts when
 // Gemini sent no usageMetadata).
-func (s *geminiStream) finish(out []streamPayload) ([]streamPayload, *apiError) {
+func (s *geminiStream) Finish(out []Payload) ([]Payload, *apierr.Error) {
 	if !s.finished {
-		return out, newError(http.StatusBadGateway, "server_error", "upstream_stream_truncated",
+		return out, apierr.New(http.StatusBadGateway, "server_error", "upstream_stream_truncated",
 			"the gemini stream ended before a finish reason")
 	}
-	if s.tc.includeUsage {
+	if s.tc.IncludeUsage {
 		hu := s.usageOut
 		if hu == nil {
 			_, hu = geminiUsage(&geminiWireUsage{})
@@ -157,7 +160,7 @@ func (s *geminiStream) finish(out []streamPayload) ([]streamPayload, *apiError) 
 	return out, nil
 }
 
-// usage is the usage of the latest usageMetadata.
-func (s *geminiStream) usage() usage {
+// Usage is the Usage of the latest usageMetadata.
+func (s *geminiStream) Usage() Usage {
 	return s.u
 }

@@ -1,15 +1,17 @@
-package gateway
+package translate
 
 import (
 	"encoding/json"
 	"strconv"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 )
 
 // OpenAI tools, tool_choice and parallel_tool_calls → Anthropic tools
 // and tool_choice.
 
 // tools maps function tools, tool_choice and parallel_tool_calls.
-func (b *anthropicRequestBuilder) tools() *apiError {
+func (b *anthropicRequestBuilder) tools() *apierr.Error {
 	if raw, ok := b.field("tools"); ok {
 		list, e := readArray(raw, "tools")
 		if e != nil {
@@ -57,7 +59,7 @@ func (b *anthropicRequestBuilder) tools() *apiError {
 
 // tool converts one function tool; without parameters it takes an
 // empty object.
-func (b *anthropicRequestBuilder) tool(raw json.RawMessage, path string) (anthropicWireTool, *apiError) {
+func (b *anthropicRequestBuilder) tool(raw json.RawMessage, path string) (anthropicWireTool, *apierr.Error) {
 	m, e := readObject(raw, path)
 	if e != nil {
 		return anthropicWireTool{}, e
@@ -98,7 +100,7 @@ func (b *anthropicRequestBuilder) tool(raw json.RawMessage, path string) (anthro
 
 // toolChoice maps tool_choice: auto, required (any), none, or a named
 // function (tool).
-func (b *anthropicRequestBuilder) toolChoice(raw json.RawMessage) (*anthropicWireToolChoice, *apiError) {
+func (b *anthropicRequestBuilder) toolChoice(raw json.RawMessage) (*anthropicWireToolChoice, *apierr.Error) {
 	if raw[0] == '"' {
 		s, e := readString(raw, "tool_choice")
 		if e != nil {

@@ -1,10 +1,12 @@
-package gateway
+package translate
 
 import (
 	"bytes"
 	"encoding/json"
 	"strconv"
 	"strings"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 )
 
 // The conversation half of the hub → Anthropic request translation:
@@ -13,7 +15,7 @@ import (
 
 // messages converts the conversation: system text is hoisted, the rest
 // becomes alternating user/assistant turns.
-func (b *anthropicRequestBuilder) messages() *apiError {
+func (b *anthropicRequestBuilder) messages() *apierr.Error {
 	raw, ok := b.field("messages")
 	if !ok {
 		return errInvalidRequest("\"messages\" is required")
@@ -43,7 +45,7 @@ func (b *anthropicRequestBuilder) messages() *apiError {
 }
 
 // message converts one message by its role.
-func (b *anthropicRequestBuilder) message(raw json.RawMessage, path string) *apiError {
+func (b *anthropicRequestBuilder) message(raw json.RawMessage, path string) *apierr.Error {
 	m, e := readObject(raw, path)
 	if e != nil {
 		return e
@@ -113,7 +115,7 @@ func anthropicToolResultsFirst(blocks []anthropicWireBlock) []anthropicWireBlock
 
 // assistant converts an assistant message: its text (or, alone, its
 // refusal), then its tool calls as tool_use blocks.
-func (b *anthropicRequestBuilder) assistant(m map[string]json.RawMessage, path string) *apiError {
+func (b *anthropicRequestBuilder) assistant(m map[string]json.RawMessage, path string) *apierr.Error {
 	if !isJSONNull(m["function_call"]) {
 		return anthropicUnsupported(path+".function_call", "deprecated; use tool_calls")
 	}
@@ -148,7 +150,7 @@ func (b *anthropicRequestBuilder) assistant(m map[string]json.RawMessage, path s
 }
 
 // toolUse converts one tool call into a tool_use block.
-func (b *anthropicRequestBuilder) toolUse(raw json.RawMessage, path string) (anthropicWireBlock, *apiError) {
+func (b *anthropicRequestBuilder) toolUse(raw json.RawMessage, path string) (anthropicWireBlock, *apierr.Error) {
 	call, e := readObject(raw, path)
 	if e != nil {
 		return anthropicWireBlock{}, e
@@ -203,7 +205,7 @@ func anthropicToolInput(args string) json.RawMessage {
 }
 
 // toolResult turns a role "tool" message into a user-turn tool_result.
-func (b *anthropicRequestBuilder) toolResult(m map[string]json.RawMessage, path string) *apiError {
+func (b *anthropicRequestBuilder) toolResult(m map[string]json.RawMessage, path string) *apierr.Error {
 	id, e := readString(m["tool_call_id"], path+".tool_call_id")
 	if e != nil || id == "" {
 		return errInvalidField(path+".tool_call_id", "a non-empty string")
@@ -238,7 +240,7 @@ func (b *anthropicRequestBuilder) toolResult(m map[string]json.RawMessage, path 
 // content converts a message's content (a string or an array of parts)
 // into blocks, allowing the part types role may carry. Empty text is
 // dropped.
-func (b *anthropicRequestBuilder) content(raw json.RawMessage, path, role string) ([]anthropicWireBlock, *apiError) {
+func (b *anthropicRequestBuilder) content(raw json.RawMessage, path, role string) ([]anthropicWireBlock, *apierr.Error) {
 	if isJSONNull(raw) {
 		if role == "user" || role == "system" || role == "developer" {
 			return nil, errInvalidField(path, "a string or an array of content parts")
@@ -274,7 +276,7 @@ func (b *anthropicRequestBuilder) content(raw json.RawMessage, path, role string
 
 // part converts one content part; the bool is false for empty text,
 // which makes no block.
-func (b *anthropicRequestBuilder) part(raw json.RawMessage, path, role string) (anthropicWireBlock, bool, *apiError) {
+func (b *anthropicRequestBuilder) part(raw json.RawMessage, path, role string) (anthropicWireBlock, bool, *apierr.Error) {
 	m, kind, e := readContentPart(raw, path)
 	if e != nil {
 		return anthropicWireBlock{}, false, e
@@ -327,13 +329,13 @@ func anthropicHasText(text string) bool {
 
 // anthropicPartNotAllowed is the 400 for a part type the role cannot
 // carry.
-func anthropicPartNotAllowed(path, role, kind string) *apiError {
+func anthropicPartNotAllowed(path, role, kind string) *apierr.Error {
 	return errInvalidField(path+".type", "a part type allowed in "+role+" messages (got \""+kind+"\")")
 }
 
 // imageSource maps an image_url ({"url":...} or a bare string) to a
 // base64 source for data: URLs or a url source for http(s).
-func (b *anthropicRequestBuilder) imageSource(raw json.RawMessage, path string) (*anthropicWireSource, *apiError) {
+func (b *anthropicRequestBuilder) imageSource(raw json.RawMessage, path string) (*anthropicWireSource, *apierr.Error) {
 	var url string
 	if len(raw) > 0 && raw[0] == '"' {
 		s, e := readString(raw, path)
@@ -364,7 +366,7 @@ func (b *anthropicRequestBuilder) imageSource(raw json.RawMessage, path string) 
 
 // fileSource maps a file part carrying inline file_data to a document
 // source; uploaded files (file_id) do not exist on Anthropic.
-func (b *anthropicRequestBuilder) fileSource(raw json.RawMessage, path string) (*anthropicWireSource, *apiError) {
+func (b *anthropicRequestBuilder) fileSource(raw json.RawMessage, path string) (*anthropicWireSource, *apierr.Error) {
 	m, e := readObject(raw, path)
 	if e != nil {
 		return nil, e

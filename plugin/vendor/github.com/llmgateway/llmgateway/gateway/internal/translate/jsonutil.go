@@ -1,10 +1,12 @@
-package gateway
+package translate
 
 import (
 	"bytes"
 	"encoding/json"
 	"math"
 	"strconv"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 )
 
 // JSON helpers shared by the hub translators (hub_anthropic*.go,
@@ -164,32 +166,32 @@ func compactArguments(args json.RawMessage) string {
 
 // decodeRequestObject decodes a client request body into its top-level
 // fields; anything but a JSON object is a 400 invalid_json.
-func decodeRequestObject(body []byte) (map[string]json.RawMessage, *apiError) {
+func decodeRequestObject(body []byte) (map[string]json.RawMessage, *apierr.Error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
 		if !json.Valid(body) {
-			return nil, errBadRequest("invalid_json", "request body is not valid JSON")
+			return nil, apierr.BadRequest("invalid_json", "request body is not valid JSON")
 		}
-		return nil, errBadRequest("invalid_json", "request body must be a JSON object")
+		return nil, apierr.BadRequest("invalid_json", "request body must be a JSON object")
 	}
 	return fields, nil
 }
 
 // errInvalidRequest is a 400 invalid_request with msg.
-func errInvalidRequest(msg string) *apiError {
-	return errBadRequest("invalid_request", msg)
+func errInvalidRequest(msg string) *apierr.Error {
+	return apierr.BadRequest("invalid_request", msg)
 }
 
 // errInvalidField is the 400 for a client value of the wrong type or
 // value: `"<path>" must be <want>`.
-func errInvalidField(path, want string) *apiError {
+func errInvalidField(path, want string) *apierr.Error {
 	return errInvalidRequest(`"` + path + `" must be ` + want)
 }
 
 // The read* functions return a client value as a Go value, or the
 // errInvalidField 400 naming path when it has another type.
 
-func readString(raw json.RawMessage, path string) (string, *apiError) {
+func readString(raw json.RawMessage, path string) (string, *apierr.Error) {
 	var s string
 	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
 		return "", errInvalidField(path, "a string")
@@ -197,7 +199,7 @@ func readString(raw json.RawMessage, path string) (string, *apiError) {
 	return s, nil
 }
 
-func readBool(raw json.RawMessage, path string) (bool, *apiError) {
+func readBool(raw json.RawMessage, path string) (bool, *apierr.Error) {
 	switch string(raw) {
 	case "true":
 		return true, nil
@@ -209,7 +211,7 @@ func readBool(raw json.RawMessage, path string) (bool, *apiError) {
 
 // readFloat reads a number as a float64; one beyond float64's range is
 // refused.
-func readFloat(raw json.RawMessage, path string) (float64, *apiError) {
+func readFloat(raw json.RawMessage, path string) (float64, *apierr.Error) {
 	if !isJSONNumber(raw) {
 		return 0, errInvalidField(path, "a number")
 	}
@@ -222,7 +224,7 @@ func readFloat(raw json.RawMessage, path string) (float64, *apiError) {
 
 // readNumberText returns a number's exact text, for passing it on
 // unchanged.
-func readNumberText(raw json.RawMessage, path string) (json.RawMessage, *apiError) {
+func readNumberText(raw json.RawMessage, path string) (json.RawMessage, *apierr.Error) {
 	if !isJSONNumber(raw) {
 		return nil, errInvalidField(path, "a number")
 	}
@@ -231,7 +233,7 @@ func readNumberText(raw json.RawMessage, path string) (json.RawMessage, *apiErro
 
 // readInteger reads an integer: any int64 written as digits, or a number
 // with an integral value within ±1e15 (such as 2.0 or 1e3).
-func readInteger(raw json.RawMessage, path string) (int64, *apiError) {
+func readInteger(raw json.RawMessage, path string) (int64, *apierr.Error) {
 	if !isJSONNumber(raw) {
 		return 0, errInvalidField(path, "an integer")
 	}
@@ -245,7 +247,7 @@ func readInteger(raw json.RawMessage, path string) (int64, *apiError) {
 	return int64(f), nil
 }
 
-func readObject(raw json.RawMessage, path string) (map[string]json.RawMessage, *apiError) {
+func readObject(raw json.RawMessage, path string) (map[string]json.RawMessage, *apierr.Error) {
 	m, ok := parseJSONObject(raw)
 	if !ok {
 		return nil, errInvalidField(path, "an object")
@@ -253,7 +255,7 @@ func readObject(raw json.RawMessage, path string) (map[string]json.RawMessage, *
 	return m, nil
 }
 
-func readArray(raw json.RawMessage, path string) ([]json.RawMessage, *apiError) {
+func readArray(raw json.RawMessage, path string) ([]json.RawMessage, *apierr.Error) {
 	a, ok := parseJSONArray(raw)
 	if !ok {
 		return nil, errInvalidField(path, "an array")
@@ -263,7 +265,7 @@ func readArray(raw json.RawMessage, path string) ([]json.RawMessage, *apiError) 
 
 // readContentPart reads one part of a message's content array: an
 // object with a string "type".
-func readContentPart(raw json.RawMessage, path string) (map[string]json.RawMessage, string, *apiError) {
+func readContentPart(raw json.RawMessage, path string) (map[string]json.RawMessage, string, *apierr.Error) {
 	m, e := readObject(raw, path)
 	if e != nil {
 		return nil, "", e
@@ -278,7 +280,7 @@ func readContentPart(raw json.RawMessage, path string) (map[string]json.RawMessa
 // readStopSequences reads a non-null stop field, a string or an array of
 // strings, leaving out empty strings. indexPaths names a bad element
 // "stop[i]" in the error rather than "stop".
-func readStopSequences(raw json.RawMessage, indexPaths bool) ([]string, *apiError) {
+func readStopSequences(raw json.RawMessage, indexPaths bool) ([]string, *apierr.Error) {
 	if raw[0] == '"' {
 		s, e := readString(raw, "stop")
 		if e != nil || s == "" {

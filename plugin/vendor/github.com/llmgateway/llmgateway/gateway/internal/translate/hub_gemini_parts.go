@@ -1,9 +1,11 @@
-package gateway
+package translate
 
 import (
 	"encoding/json"
 	"strconv"
 	"strings"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 )
 
 // The parts of one OpenAI message → Gemini parts: content (text, images,
@@ -12,7 +14,7 @@ import (
 // geminiContentParts converts a message's content. User messages may carry
 // image, audio and file parts, assistant messages refusal parts, system
 // messages text only.
-func geminiContentParts(raw json.RawMessage, where string, kind string) ([]geminiWirePart, *apiError) {
+func geminiContentParts(raw json.RawMessage, where string, kind string) ([]geminiWirePart, *apierr.Error) {
 	if isJSONNull(raw) {
 		return nil, nil
 	}
@@ -51,7 +53,7 @@ func geminiContentParts(raw json.RawMessage, where string, kind string) ([]gemin
 // geminiContentPart converts one content part of type typ in a message
 // of kind (system, user or assistant); the bool is false for empty text,
 // which makes no part.
-func geminiContentPart(p map[string]json.RawMessage, typ, pw, kind string) (geminiWirePart, bool, *apiError) {
+func geminiContentPart(p map[string]json.RawMessage, typ, pw, kind string) (geminiWirePart, bool, *apierr.Error) {
 	media := kind == "user"
 	switch {
 	case typ == "text":
@@ -72,7 +74,7 @@ func geminiContentPart(p map[string]json.RawMessage, typ, pw, kind string) (gemi
 }
 
 // geminiTextPart is a text part; the bool is false for empty text.
-func geminiTextPart(raw json.RawMessage, path string) (geminiWirePart, bool, *apiError) {
+func geminiTextPart(raw json.RawMessage, path string) (geminiWirePart, bool, *apierr.Error) {
 	s, e := readString(raw, path)
 	if e != nil {
 		return geminiWirePart{}, false, e
@@ -116,7 +118,7 @@ func geminiMimeTypeFromPath(p string) string {
 
 // geminiImagePart converts an image_url: a base64 data URL to inline
 // data, an http(s) URL to file data Gemini fetches.
-func geminiImagePart(raw json.RawMessage, where string) (geminiWirePart, *apiError) {
+func geminiImagePart(raw json.RawMessage, where string) (geminiWirePart, *apierr.Error) {
 	obj, ok := parseJSONObject(raw)
 	if !ok {
 		return geminiWirePart{}, errInvalidRequest(`"` + where + `.image_url" must be an object`)
@@ -144,7 +146,7 @@ func geminiImagePart(raw json.RawMessage, where string) (geminiWirePart, *apiErr
 }
 
 // geminiAudioPart converts input_audio (wav or mp3) to inline data.
-func geminiAudioPart(raw json.RawMessage, where string) (geminiWirePart, *apiError) {
+func geminiAudioPart(raw json.RawMessage, where string) (geminiWirePart, *apierr.Error) {
 	obj, ok := parseJSONObject(raw)
 	if !ok {
 		return geminiWirePart{}, errInvalidRequest(`"` + where + `.input_audio" must be an object`)
@@ -174,7 +176,7 @@ func geminiAudioPart(raw json.RawMessage, where string) (geminiWirePart, *apiErr
 
 // geminiFilePart converts a file part's file_data (a base64 data URL,
 // or bare base64 with a filename of a known type) to inline data.
-func geminiFilePart(raw json.RawMessage, where string) (geminiWirePart, *apiError) {
+func geminiFilePart(raw json.RawMessage, where string) (geminiWirePart, *apierr.Error) {
 	obj, ok := parseJSONObject(raw)
 	if !ok {
 		return geminiWirePart{}, errInvalidRequest(`"` + where + `.file" must be an object`)
@@ -212,7 +214,7 @@ func geminiFilePart(raw json.RawMessage, where string) (geminiWirePart, *apiErro
 // functionCall parts (arguments must be a JSON object), restores each
 // call's thought signature from its id, and records the function name of
 // each id in names.
-func geminiFunctionCallParts(raw json.RawMessage, where string, names map[string]string) ([]geminiWirePart, *apiError) {
+func geminiFunctionCallParts(raw json.RawMessage, where string, names map[string]string) ([]geminiWirePart, *apierr.Error) {
 	if isJSONNull(raw) {
 		return nil, nil
 	}
@@ -277,7 +279,7 @@ func geminiFunctionCallParts(raw json.RawMessage, where string, names map[string
 
 // geminiToolOutput turns a tool message's content into functionResponse
 // output: a JSON object as is, anything else as a string.
-func geminiToolOutput(raw json.RawMessage, where string) (json.RawMessage, *apiError) {
+func geminiToolOutput(raw json.RawMessage, where string) (json.RawMessage, *apierr.Error) {
 	text := ""
 	switch {
 	case isJSONNull(raw):

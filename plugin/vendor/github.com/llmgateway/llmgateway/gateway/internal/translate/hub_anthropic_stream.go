@@ -1,8 +1,11 @@
-package gateway
+package translate
 
 import (
 	"encoding/json"
 	"net/http"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
+	"github.com/llmgateway/llmgateway/gateway/internal/sse"
 )
 
 // Anthropic Messages event stream → hub chat.completion.chunk payloads:
@@ -16,39 +19,39 @@ import (
 // anthropicStream translates one Anthropic event stream; it is created
 // per request and never shared.
 type anthropicStream struct {
-	tc         translateContext
+	tc         Context
 	id         string
 	started    bool        // the role chunk went out
 	toolIndex  map[int]int // Anthropic block index → tool_calls index
 	nextTool   int
 	finishSent bool
 	stopped    bool // message_stop arrived; the stream is complete
-	raw        usage
+	raw        Usage
 }
 
-var _ streamTranslator = (*anthropicStream)(nil)
+var _ StreamTranslator = (*anthropicStream)(nil)
 
-// newAnthropicStream returns the translator for one Anthropic stream.
-func newAnthropicStream(tc translateContext) streamTranslator {
-	return &anthropicStream{tc: tc, id: tc.idFallback, toolIndex: map[int]int{}}
+// NewAnthropicStream returns the translator for one Anthropic stream.
+func NewAnthropicStream(tc Context) StreamTranslator {
+	return &anthropicStream{tc: tc, id: tc.IDFallback, toolIndex: map[int]int{}}
 }
 
 // anthropicEventType names an event by its "event:" field, or by the
 // data's "type" when the field is missing.
-func anthropicEventType(ev sseEvent) string {
-	if ev.name != "" {
-		return ev.name
+func anthropicEventType(ev sse.Event) string {
+	if ev.Name != "" {
+		return ev.Name
 	}
 	var head struct {
 		Type string `json:"type"`
 	}
-	_ = json.Unmarshal(ev.data, &head)
+	_ = json.Unmarshal(ev.Data, &head)
 	return head.Type
 }
 
-// event translates one upstream event. Events after message_stop are
+// Event translates one upstream Event. Events after message_stop are
 // ignored, and so are ping, content_block_stop and unknown events.
-func (s *anthropicStream) event(ev sseEvent, out []streamPayload) ([]streamPayload, *apiError) {
+func (s *anthropicStream) Event(ev sse.Event, out []Payload) ([]Payload, *apierr.Error) {
 	if s.stopped {
 		return out, nil
 	}
@@ -61,7 +64,7 @@ func (s *anthropicStream) event(ev sseEvent, out []streamPayload) ([]streamPaylo
 		return out, nil
 	}
 	var data anthropicWireEvent
-	if err := json.Unmarshal(ev.data, &data); err != nil {
+	if err := json.Unmarshal(ev.Data, &data); err != nil {
 		return out, anthropicBadResponse(kind+" event", err)
 	}
 	switch kind {
@@ -98,12 +101,12 @@ func (s *anthropicStream) event(ev sseEvent, out []streamPayload) ([]streamPaylo
 		return s.finishChunk(out, anthropicFinishReason(stopReason)), nil
 	}
 	e := anthropicStreamError(data.Error)
-	e.upstream = embedUpstreamBody(ev.data)
+	e.Upstream = apierr.EmbedUpstream(ev.Data)
 	return out, e
 }
 
 // start appends the role chunk to out unless that already went out.
-func (s *anthropicStream) start(out []streamPayload) []streamPayload {
+func (s *anthropicStream) start(out []Payload) []Payload {
 	if s.started {
 		return out
 	}
@@ -115,7 +118,7 @@ func (s *anthropicStream) start(out []streamPayload) []streamPayload {
 // blockDelta translates a content_block_delta: text and the arguments
 // of a tool_use block; thinking, signature and citation deltas are
 // dropped.
-func (s *anthropicStream) blockDelta(out []streamPayload, data *anthropicWireEvent) ([]streamPayload, *apiError) {
+func (s *anthropicStream) blockDelta(out []Payload, data *anthropicWireEvent) ([]Payload, *apierr.Error) {
 	if data.Delta == nil {
 		return out, anthropicBadResponse("content_block_delta event", nil)
 	}
@@ -138,39 +141,39 @@ func (s *anthropicStream) blockDelta(out []streamPayload, data *anthropicWireEve
 }
 
 // finishChunk appends the chunk carrying finish_reason reason.
-func (s *anthropicStream) finishChunk(out []streamPayload, reason string) []streamPayload {
+func (s *anthropicStream) finishChunk(out []Payload, reason string) []Payload {
 	s.finishSent = true
 	return append(s.start(out), s.chunk(hubDelta{}, &reason))
 }
 
 // stop ends the stream: the finish chunk if message_delta never sent
 // one, then the usage chunk when the client asked for it.
-func (s *anthropicStream) stop(out []streamPayload) []streamPayload {
+func (s *anthropicStream) stop(out []Payload) []Payload {
 	if !s.finishSent {
 		out = s.finishChunk(out, "stop")
 	}
-	if s.tc.includeUsage {
-		out = append(out, hubUsagePayload(s.tc, s.id, newHubUsage(s.usage())))
+	if s.tc.IncludeUsage {
+		out = append(out, hubUsagePayload(s.tc, s.id, newHubUsage(s.Usage())))
 	}
 	s.stopped = true
 	return out
 }
 
 // chunk is the payload of a chunk carrying delta.
-func (s *anthropicStream) chunk(delta hubDelta, finish *string) streamPayload {
+func (s *anthropicStream) chunk(delta hubDelta, finish *string) Payload {
 	return hubDeltaPayload(s.tc, s.id, delta, finish)
 }
 
-// finish reports a stream that ended before message_stop.
-func (s *anthropicStream) finish(out []streamPayload) ([]streamPayload, *apiError) {
+// Finish reports a stream that ended before message_stop.
+func (s *anthropicStream) Finish(out []Payload) ([]Payload, *apierr.Error) {
 	if s.stopped {
 		return out, nil
 	}
-	return out, newError(http.StatusBadGateway, "server_error", "upstream_stream_truncated",
+	return out, apierr.New(http.StatusBadGateway, "server_error", "upstream_stream_truncated",
 		"stream from anthropic-type provider ended before message_stop")
 }
 
-// usage is the usage folded from message_start and message_delta.
-func (s *anthropicStream) usage() usage {
+// Usage is the Usage folded from message_start and message_delta.
+func (s *anthropicStream) Usage() Usage {
 	return anthropicUsageTotals(s.raw)
 }

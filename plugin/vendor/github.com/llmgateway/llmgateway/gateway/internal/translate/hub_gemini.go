@@ -1,8 +1,10 @@
-package gateway
+package translate
 
 import (
 	"encoding/json"
 	"net/http"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 )
 
 // Hub ⇄ Gemini (v1beta): OpenAI-shaped chat, embeddings and image
@@ -19,7 +21,7 @@ import (
 // hub_gemini_wire.go. This file describes the mapping and holds the
 // errors they share.
 //
-// Chat request mapping (geminiChatRequest):
+// Chat request mapping (GeminiChatRequest):
 //
 //   - system/developer messages → systemInstruction.parts, hoisted in
 //     order from anywhere in the conversation; user → "user", assistant →
@@ -89,7 +91,7 @@ import (
 // cachedContentTokenCount, completion_tokens = candidatesTokenCount +
 // thoughtsTokenCount, reasoning_tokens = thoughtsTokenCount, total =
 // prompt + completion. When usageMetadata is absent the response carries
-// no "usage" and the usage is reported=false; a stream then sends a
+// no "usage" and the Usage has Reported false; a stream then sends a
 // zero usage chunk when include_usage asked for one.
 //
 // Stream: a role chunk on the first upstream event; one content chunk
@@ -102,23 +104,23 @@ import (
 
 // geminiUnsupported is the 400 for a meaningful parameter Gemini cannot
 // express.
-func geminiUnsupported(msg string) *apiError {
-	return errBadRequest("unsupported_parameter", msg)
+func geminiUnsupported(msg string) *apierr.Error {
+	return apierr.BadRequest("unsupported_parameter", msg)
 }
 
 // geminiBadResponse is the 502 for a Gemini answer that does not parse;
 // cause is logged, never sent.
-func geminiBadResponse(cause error) *apiError {
-	e := newError(http.StatusBadGateway, "server_error", "upstream_bad_response",
+func geminiBadResponse(cause error) *apierr.Error {
+	e := apierr.New(http.StatusBadGateway, "server_error", "upstream_bad_response",
 		"the gemini upstream returned a response the gateway could not parse")
-	e.cause = cause
+	e.Cause = cause
 	return e
 }
 
 // geminiUpstreamError turns a Gemini {"error":{...}} body into a 502 that
 // carries Gemini's status and message, with the body under
 // error.upstream.
-func geminiUpstreamError(raw json.RawMessage, whole []byte) *apiError {
+func geminiUpstreamError(raw json.RawMessage, whole []byte) *apierr.Error {
 	var ge geminiWireError
 	_ = json.Unmarshal(raw, &ge)
 	msg := "the gemini upstream reported an error"
@@ -128,7 +130,7 @@ func geminiUpstreamError(raw json.RawMessage, whole []byte) *apiError {
 	if ge.Message != "" {
 		msg += ": " + ge.Message
 	}
-	e := newError(http.StatusBadGateway, "server_error", "upstream_error", msg)
-	e.upstream = embedUpstreamBody(whole)
+	e := apierr.New(http.StatusBadGateway, "server_error", "upstream_error", msg)
+	e.Upstream = apierr.EmbedUpstream(whole)
 	return e
 }

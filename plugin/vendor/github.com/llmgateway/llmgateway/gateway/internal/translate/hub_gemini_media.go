@@ -1,4 +1,4 @@
-package gateway
+package translate
 
 import (
 	"bytes"
@@ -9,24 +9,20 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 )
 
 // Hub embeddings and images/generations ⇄ Gemini embedContent /
 // batchEmbedContents and Imagen predict.
 
-// geminiEmbedRequest translates an OpenAI embeddings request into an
+// GeminiEmbedRequest translates an OpenAI embeddings request into an
 // :embedContent body (a string input) or a :batchEmbedContents body (an
-// array input, batch=true). Token-array inputs are a 400; dimensions
-// maps to outputDimensionality. encoding_format "float" and "base64"
-// are accepted: Gemini returns floats, and for "base64" the pipeline
-// re-encodes the translated response with geminiEmbedBase64.
-func geminiEmbedRequest(body []byte, upstreamModel string) (out []byte, batch bool, e *apiError) {
-	return geminiBuildEmbedRequest(body, upstreamModel)
-}
-
-// geminiBuildEmbedRequest is geminiEmbedRequest with unnamed results
-// (see geminiChatRequest).
-func geminiBuildEmbedRequest(body []byte, upstreamModel string) ([]byte, bool, *apiError) {
+// array input; the bool, batch, is then true). Token-array inputs are a
+// 400; dimensions maps to outputDimensionality. encoding_format "float"
+// and "base64" are accepted: Gemini returns floats, and for "base64" the
+// pipeline re-encodes the translated response with GeminiEmbedBase64.
+func GeminiEmbedRequest(body []byte, upstreamModel string) ([]byte, bool, *apierr.Error) {
 	top, e := decodeRequestObject(body)
 	if e != nil {
 		return nil, false, e
@@ -52,7 +48,7 @@ func geminiBuildEmbedRequest(body []byte, upstreamModel string) ([]byte, bool, *
 			return nil, false, e
 		}
 		if f != "float" && f != "base64" {
-			return nil, false, errBadRequest("unsupported_value", `"encoding_format" must be "float" or "base64"`)
+			return nil, false, apierr.BadRequest("unsupported_value", `"encoding_format" must be "float" or "base64"`)
 		}
 	}
 	one := func(text string) geminiWireEmbedRequest {
@@ -97,58 +93,58 @@ func geminiBuildEmbedRequest(body []byte, upstreamModel string) ([]byte, bool, *
 	return encodeJSON(geminiWireBatchEmbedRequest{Requests: reqs}), true, nil
 }
 
-// geminiEmbedResponse translates an :embedContent (batch=false) or
+// GeminiEmbedResponse translates an :embedContent (batch=false) or
 // :batchEmbedContents (batch=true) response. The float values keep the
 // exact text the upstream sent. Gemini reports no token counts, so the
-// body's usage is zero and the returned usage is reported=false.
-func geminiEmbedResponse(body []byte, tc translateContext, batch bool) ([]byte, usage, *apiError) {
+// body's usage is zero and the returned Usage has Reported false.
+func GeminiEmbedResponse(body []byte, tc Context, batch bool) ([]byte, Usage, *apierr.Error) {
 	var r geminiWireEmbedResponse
 	if err := json.Unmarshal(body, &r); err != nil {
-		return nil, usage{}, geminiBadResponse(err)
+		return nil, Usage{}, geminiBadResponse(err)
 	}
 	if !isJSONNull(r.Error) {
-		return nil, usage{}, geminiUpstreamError(r.Error, body)
+		return nil, Usage{}, geminiUpstreamError(r.Error, body)
 	}
 	var list []geminiWireEmbedding
 	if batch {
 		if len(r.Embeddings) == 0 {
-			return nil, usage{}, geminiBadResponse(nil)
+			return nil, Usage{}, geminiBadResponse(nil)
 		}
 		list = r.Embeddings
 	} else {
 		if r.Embedding == nil {
-			return nil, usage{}, geminiBadResponse(nil)
+			return nil, Usage{}, geminiBadResponse(nil)
 		}
 		list = []geminiWireEmbedding{*r.Embedding}
 	}
-	out := hubEmbeddingList{Object: "list", Model: tc.requestedModel, Data: make([]hubEmbedding, 0, len(list)),
+	out := hubEmbeddingList{Object: "list", Model: tc.RequestedModel, Data: make([]hubEmbedding, 0, len(list)),
 		Usage: encodeJSON(hubEmbeddingUsage{})}
 	for i := 0; i < len(list); i++ {
 		vals := list[i].Values
 		if vals == nil {
-			return nil, usage{}, geminiBadResponse(nil)
+			return nil, Usage{}, geminiBadResponse(nil)
 		}
 		for j := 0; j < len(vals); j++ {
 			if vals[j] == "" {
-				return nil, usage{}, geminiBadResponse(nil)
+				return nil, Usage{}, geminiBadResponse(nil)
 			}
 		}
 		embedding := encodeJSON(vals)
 		if embedding == nil {
-			return nil, usage{}, geminiBadResponse(nil)
+			return nil, Usage{}, geminiBadResponse(nil)
 		}
 		out.Data = append(out.Data, hubEmbedding{Object: "embedding", Index: i, Embedding: embedding})
 	}
 	data := encodeJSON(out)
 	if data == nil {
-		return nil, usage{}, geminiBadResponse(nil)
+		return nil, Usage{}, geminiBadResponse(nil)
 	}
-	return data, usage{}, nil
+	return data, Usage{}, nil
 }
 
-// geminiEmbedWantsBase64 reports whether an OpenAI embeddings request
+// GeminiEmbedWantsBase64 reports whether an OpenAI embeddings request
 // asked for encoding_format "base64".
-func geminiEmbedWantsBase64(body []byte) bool {
+func GeminiEmbedWantsBase64(body []byte) bool {
 	var req struct {
 		EncodingFormat string `json:"encoding_format"`
 	}
@@ -158,10 +154,10 @@ func geminiEmbedWantsBase64(body []byte) bool {
 	return req.EncodingFormat == "base64"
 }
 
-// geminiEmbedBase64 rewrites an OpenAI embeddings response's float
+// GeminiEmbedBase64 rewrites an OpenAI embeddings response's float
 // arrays as base64 of little-endian float32, OpenAI's
 // encoding_format "base64".
-func geminiEmbedBase64(body []byte) ([]byte, *apiError) {
+func GeminiEmbedBase64(body []byte) ([]byte, *apierr.Error) {
 	var in hubEmbeddingList
 	if err := json.Unmarshal(body, &in); err != nil {
 		return nil, geminiBadResponse(err)
@@ -187,19 +183,13 @@ func geminiEmbedBase64(body []byte) ([]byte, *apiError) {
 // ---------------------------------------------------------------------
 // Images (Imagen :predict)
 
-// geminiImageRequest translates an OpenAI images/generations request
+// GeminiImageRequest translates an OpenAI images/generations request
 // into an Imagen :predict body: n → sampleCount (default 1), size →
 // aspectRatio (1024x1024/512x512 → 1:1, 1792x1024 → 16:9, 1024x1792 →
 // 9:16, absent → 1:1, anything else a 400). response_format "url", a
 // truthy quality or style, and a missing prompt are 400s; other fields
 // are ignored.
-func geminiImageRequest(body []byte) (out []byte, e *apiError) {
-	return geminiBuildImageRequest(body)
-}
-
-// geminiBuildImageRequest is geminiImageRequest with unnamed results
-// (see geminiChatRequest).
-func geminiBuildImageRequest(body []byte) ([]byte, *apiError) {
+func GeminiImageRequest(body []byte) ([]byte, *apierr.Error) {
 	top, e := decodeRequestObject(body)
 	if e != nil {
 		return nil, e
@@ -231,7 +221,7 @@ func geminiBuildImageRequest(body []byte) ([]byte, *apiError) {
 		case "url":
 			return nil, geminiUnsupported(`"response_format": "url" is not supported for Gemini (Imagen) models; use "b64_json"`)
 		default:
-			return nil, errBadRequest("unsupported_value", `"response_format" must be "b64_json" or "url"`)
+			return nil, apierr.BadRequest("unsupported_value", `"response_format" must be "b64_json" or "url"`)
 		}
 	}
 	n := int64(1)
@@ -258,7 +248,7 @@ func geminiBuildImageRequest(body []byte) ([]byte, *apiError) {
 		case "1024x1792":
 			ratio = "9:16"
 		default:
-			return nil, errBadRequest("unsupported_value", `"size" "`+size+`" is not supported for Gemini (Imagen) models (use 1024x1024, 512x512, 1792x1024 or 1024x1792)`)
+			return nil, apierr.BadRequest("unsupported_value", `"size" "`+size+`" is not supported for Gemini (Imagen) models (use 1024x1024, 512x512, 1792x1024 or 1024x1792)`)
 		}
 	}
 	req := geminiWireImageRequest{
@@ -268,11 +258,11 @@ func geminiBuildImageRequest(body []byte) ([]byte, *apiError) {
 	return encodeJSON(req), nil
 }
 
-// geminiImageResponse translates an Imagen :predict response into
+// GeminiImageResponse translates an Imagen :predict response into
 // the hub's {"created","data":[{"b64_json"}]}. Predictions Imagen
 // filtered (no image bytes) are skipped; when nothing is left the
 // request was blocked, a 400 content_policy_violation.
-func geminiImageResponse(body []byte, created int64) ([]byte, *apiError) {
+func GeminiImageResponse(body []byte, created int64) ([]byte, *apierr.Error) {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return nil, geminiBadResponse(nil)
@@ -293,7 +283,7 @@ func geminiImageResponse(body []byte, created int64) ([]byte, *apiError) {
 		out.Data = append(out.Data, hubImage{B64JSON: *p.BytesBase64Encoded})
 	}
 	if len(out.Data) == 0 {
-		return nil, errBadRequest("content_policy_violation",
+		return nil, apierr.BadRequest("content_policy_violation",
 			"the image request was blocked by the provider's safety filters (no image was returned)")
 	}
 	return encodeJSON(out), nil

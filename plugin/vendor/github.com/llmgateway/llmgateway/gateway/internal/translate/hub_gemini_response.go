@@ -1,34 +1,36 @@
-package gateway
+package translate
 
 import (
 	"encoding/json"
 	"strconv"
 	"strings"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 )
 
 // Gemini generateContent response → hub chat.completion
-// (geminiChatResponse), and what the stream translator
+// (GeminiChatResponse), and what the stream translator
 // (hub_gemini_stream.go) shares with it: finish reasons, usage and tool
 // call ids.
 
-// geminiChatResponse translates a generateContent response into a hub
+// GeminiChatResponse translates a generateContent response into a hub
 // chat.completion, one choice per candidate.
-func geminiChatResponse(body []byte, tc translateContext) ([]byte, usage, *apiError) {
+func GeminiChatResponse(body []byte, tc Context) ([]byte, Usage, *apierr.Error) {
 	var r geminiWireResponse
 	if err := json.Unmarshal(body, &r); err != nil {
-		return nil, usage{}, geminiBadResponse(err)
+		return nil, Usage{}, geminiBadResponse(err)
 	}
 	if !isJSONNull(r.Error) {
-		return nil, usage{}, geminiUpstreamError(r.Error, body)
+		return nil, Usage{}, geminiUpstreamError(r.Error, body)
 	}
 	out := hubChatCompletion{
-		ID:      geminiResponseID(r.ResponseID, tc.idFallback),
+		ID:      geminiResponseID(r.ResponseID, tc.IDFallback),
 		Object:  "chat.completion",
-		Created: tc.created,
-		Model:   tc.requestedModel,
+		Created: tc.Created,
+		Model:   tc.RequestedModel,
 		Choices: []hubChoice{},
 	}
-	base := geminiCallIDBase(r.ResponseID, tc.idFallback)
+	base := geminiCallIDBase(r.ResponseID, tc.IDFallback)
 	calls := 0
 	for i := 0; i < len(r.Candidates); i++ {
 		choice, n := geminiChoice(&r.Candidates[i], i, base, calls)
@@ -37,7 +39,7 @@ func geminiChatResponse(body []byte, tc translateContext) ([]byte, usage, *apiEr
 	}
 	if len(r.Candidates) == 0 {
 		if r.PromptFeedback == nil || r.PromptFeedback.BlockReason == "" {
-			return nil, usage{}, geminiBadResponse(nil)
+			return nil, Usage{}, geminiBadResponse(nil)
 		}
 		empty := ""
 		out.Choices = append(out.Choices, hubChoice{
@@ -45,7 +47,7 @@ func geminiChatResponse(body []byte, tc translateContext) ([]byte, usage, *apiEr
 			FinishReason: "content_filter",
 		})
 	}
-	var u usage
+	var u Usage
 	if r.UsageMetadata != nil {
 		u, out.Usage = geminiUsage(r.UsageMetadata)
 	}
@@ -99,14 +101,14 @@ func geminiFinishReason(reason string, toolCalls bool) string {
 
 // geminiUsage is the gateway's usage and the hub usage for Gemini's
 // usageMetadata.
-func geminiUsage(u *geminiWireUsage) (usage, *hubUsage) {
+func geminiUsage(u *geminiWireUsage) (Usage, *hubUsage) {
 	prompt := u.PromptTokenCount + u.ToolUsePromptTokenCount
 	completion := u.CandidatesTokenCount + u.ThoughtsTokenCount
-	gu := usage{
-		promptTokens:     prompt,
-		completionTokens: completion,
-		cacheReadTokens:  u.CachedContentTokenCount,
-		reported:         true,
+	gu := Usage{
+		PromptTokens:     prompt,
+		CompletionTokens: completion,
+		CacheReadTokens:  u.CachedContentTokenCount,
+		Reported:         true,
 	}
 	hu := newHubUsage(gu)
 	hu.CompletionTokensDetails = &hubCompletionTokensDetails{ReasoningTokens: u.ThoughtsTokenCount}

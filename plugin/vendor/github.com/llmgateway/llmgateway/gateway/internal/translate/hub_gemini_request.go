@@ -1,26 +1,19 @@
-package gateway
+package translate
 
 import (
 	"encoding/json"
 	"strconv"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 )
 
 // Hub (OpenAI chat) request → Gemini generateContent request: the entry
 // point, the refused parameters and generationConfig. hub_gemini.go
 // describes the whole mapping.
 
-// geminiChatRequest translates an OpenAI chat request into a Gemini
-// generateContent request body. stream reports the client's "stream".
-//
-// The contract functions, whose results are named for their docs, only
-// delegate: under Yaegi a named result assigned in a function body can
-// keep its value into the next call, so the bodies have unnamed results.
-func geminiChatRequest(body []byte) (out []byte, stream bool, e *apiError) {
-	return geminiBuildChatRequest(body)
-}
-
-// geminiBuildChatRequest is geminiChatRequest with unnamed results.
-func geminiBuildChatRequest(body []byte) ([]byte, bool, *apiError) {
+// GeminiChatRequest translates an OpenAI chat request into a Gemini
+// generateContent request body; the bool reports the client's "stream".
+func GeminiChatRequest(body []byte) ([]byte, bool, *apierr.Error) {
 	top, te := decodeRequestObject(body)
 	if te != nil {
 		return nil, false, te
@@ -78,7 +71,7 @@ func geminiBuildChatRequest(body []byte) ([]byte, bool, *apiError) {
 }
 
 // geminiRejectUnsupported refuses the OpenAI fields Gemini cannot express.
-func geminiRejectUnsupported(top map[string]json.RawMessage) *apiError {
+func geminiRejectUnsupported(top map[string]json.RawMessage) *apierr.Error {
 	if raw := top["logit_bias"]; isJSONTruthy(raw) {
 		return geminiUnsupported(`"logit_bias" is not supported by Gemini`)
 	}
@@ -147,7 +140,7 @@ var geminiThinkingBudgets = map[string]string{
 
 // geminiGenerationConfig fills gen from the sampling fields, checked in
 // a fixed order so the first bad field is the one reported.
-func geminiGenerationConfig(top map[string]json.RawMessage, gen *geminiWireGenerationConfig, stream bool) *apiError {
+func geminiGenerationConfig(top map[string]json.RawMessage, gen *geminiWireGenerationConfig, stream bool) *apierr.Error {
 	temperature, e := geminiOptionalNumber(top, "temperature")
 	if e != nil {
 		return e
@@ -182,7 +175,7 @@ func geminiGenerationConfig(top map[string]json.RawMessage, gen *geminiWireGener
 
 // geminiOptionalNumber returns the exact text of the number field name,
 // nil when it is absent or null.
-func geminiOptionalNumber(top map[string]json.RawMessage, name string) (json.RawMessage, *apiError) {
+func geminiOptionalNumber(top map[string]json.RawMessage, name string) (json.RawMessage, *apierr.Error) {
 	raw := top[name]
 	if isJSONNull(raw) {
 		return nil, nil
@@ -192,7 +185,7 @@ func geminiOptionalNumber(top map[string]json.RawMessage, name string) (json.Raw
 
 // geminiMaxOutputTokens maps max_completion_tokens, or else the legacy
 // max_tokens, to maxOutputTokens.
-func geminiMaxOutputTokens(top map[string]json.RawMessage, gen *geminiWireGenerationConfig) *apiError {
+func geminiMaxOutputTokens(top map[string]json.RawMessage, gen *geminiWireGenerationConfig) *apierr.Error {
 	name := "max_completion_tokens"
 	raw := top[name]
 	if isJSONNull(raw) {
@@ -215,7 +208,7 @@ func geminiMaxOutputTokens(top map[string]json.RawMessage, gen *geminiWireGenera
 
 // geminiCandidateCount maps n to candidateCount. Only candidate 0 is
 // streamed, so n > 1 with stream is refused.
-func geminiCandidateCount(raw json.RawMessage, gen *geminiWireGenerationConfig, stream bool) *apiError {
+func geminiCandidateCount(raw json.RawMessage, gen *geminiWireGenerationConfig, stream bool) *apierr.Error {
 	if isJSONNull(raw) {
 		return nil
 	}
@@ -235,7 +228,7 @@ func geminiCandidateCount(raw json.RawMessage, gen *geminiWireGenerationConfig, 
 
 // geminiPenaltiesAndSeed maps the non-zero presence and frequency
 // penalties and the seed.
-func geminiPenaltiesAndSeed(top map[string]json.RawMessage, gen *geminiWireGenerationConfig) *apiError {
+func geminiPenaltiesAndSeed(top map[string]json.RawMessage, gen *geminiWireGenerationConfig) *apierr.Error {
 	presence, e := geminiOptionalNumber(top, "presence_penalty")
 	if e != nil {
 		return e
@@ -261,7 +254,7 @@ func geminiPenaltiesAndSeed(top map[string]json.RawMessage, gen *geminiWireGener
 }
 
 // geminiThinking maps reasoning_effort to a thinking budget.
-func geminiThinking(raw json.RawMessage, gen *geminiWireGenerationConfig) *apiError {
+func geminiThinking(raw json.RawMessage, gen *geminiWireGenerationConfig) *apierr.Error {
 	if isJSONNull(raw) {
 		return nil
 	}
@@ -271,7 +264,7 @@ func geminiThinking(raw json.RawMessage, gen *geminiWireGenerationConfig) *apiEr
 	}
 	budget, known := geminiThinkingBudgets[effort]
 	if !known {
-		return errBadRequest("unsupported_value", `"reasoning_effort" value "`+effort+`" is not supported for Gemini models`)
+		return apierr.BadRequest("unsupported_value", `"reasoning_effort" value "`+effort+`" is not supported for Gemini models`)
 	}
 	gen.ThinkingConfig = &geminiWireThinkingConfig{ThinkingBudget: json.RawMessage(budget)}
 	return nil
@@ -279,7 +272,7 @@ func geminiThinking(raw json.RawMessage, gen *geminiWireGenerationConfig) *apiEr
 
 // geminiResponseFormat maps response_format: json_object to a JSON MIME
 // type, json_schema to that plus the schema.
-func geminiResponseFormat(raw json.RawMessage, gen *geminiWireGenerationConfig) *apiError {
+func geminiResponseFormat(raw json.RawMessage, gen *geminiWireGenerationConfig) *apierr.Error {
 	if isJSONNull(raw) {
 		return nil
 	}
@@ -301,14 +294,14 @@ func geminiResponseFormat(raw json.RawMessage, gen *geminiWireGenerationConfig) 
 		gen.ResponseMimeType = "application/json"
 		return geminiResponseSchema(rf["json_schema"], gen)
 	}
-	return errBadRequest("unsupported_value", `"response_format.type" value "`+typ+`" is not supported`)
+	return apierr.BadRequest("unsupported_value", `"response_format.type" value "`+typ+`" is not supported`)
 }
 
 // geminiResponseSchema sends a json_schema's schema as responseSchema
 // when it fits Gemini's subset (with propertyOrdering, so the answer
 // keeps the client's property order), else verbatim as
 // responseJsonSchema.
-func geminiResponseSchema(raw json.RawMessage, gen *geminiWireGenerationConfig) *apiError {
+func geminiResponseSchema(raw json.RawMessage, gen *geminiWireGenerationConfig) *apierr.Error {
 	js, ok := parseJSONObject(raw)
 	if !ok {
 		return errInvalidField("response_format.json_schema", "an object")
