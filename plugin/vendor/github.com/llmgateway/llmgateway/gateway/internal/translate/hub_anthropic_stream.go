@@ -49,7 +49,7 @@ func anthropicEventType(ev sse.Event) string {
 	return head.Type
 }
 
-// Event translates one upstream Event. Events after message_stop are
+// Event translates one upstream event. Events after message_stop are
 // ignored, and so are ping, content_block_stop and unknown events.
 func (s *anthropicStream) Event(ev sse.Event, out []Payload) ([]Payload, *apierr.Error) {
 	if s.stopped {
@@ -173,7 +173,7 @@ func (s *anthropicStream) Finish(out []Payload) ([]Payload, *apierr.Error) {
 		"stream from anthropic-type provider ended before message_stop")
 }
 
-// Usage is the Usage folded from message_start and message_delta.
+// Usage is the usage folded from message_start and message_delta.
 func (s *anthropicStream) Usage() Usage {
 	return anthropicUsageTotals(s.raw)
 }

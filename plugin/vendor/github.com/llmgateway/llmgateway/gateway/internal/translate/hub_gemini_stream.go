@@ -36,8 +36,8 @@ func NewGeminiStream(tc Context) StreamTranslator {
 	return &geminiStream{tc: tc}
 }
 
-// Event translates one upstream Event. After the finish chunk, events
-// only update the usage (Gemini may send a usage-only final Event).
+// Event translates one upstream event. After the finish chunk, events
+// only update the usage (Gemini may send a usage-only final event).
 func (s *geminiStream) Event(ev sse.Event, out []Payload) ([]Payload, *apierr.Error) {
 	data := bytes.TrimSpace(ev.Data)
 	if len(data) == 0 || string(data) == "[DONE]" {
@@ -160,7 +160,7 @@ func (s *geminiStream) Finish(out []Payload) ([]Payload, *apierr.Error) {
 	return out, nil
 }
 
-// Usage is the Usage of the latest usageMetadata.
+// Usage is the usage of the latest usageMetadata.
 func (s *geminiStream) Usage() Usage {
 	return s.u
 }
