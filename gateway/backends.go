@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/translate"
 )
 
 // prepareFunc is one cell of a backend's capability table: it builds the
@@ -101,17 +103,17 @@ func openAITranscription(c *call, cand candidate) (*outbound, *apiError) {
 // anthropicChat translates the hub request to the Messages API and the
 // answer back (stream or whole).
 func anthropicChat(c *call, cand candidate) (*outbound, *apiError) {
-	body, stream, e := anthropicChatRequest(c.req.raw, cand.model)
+	body, stream, e := translate.AnthropicChatRequest(c.req.raw, cand.model)
 	if e != nil {
 		return nil, e
 	}
-	return translatedChat(c, cand, cand.provider.baseURL+"/v1/messages", body, stream, anthropicChatResponse, newAnthropicStream), nil
+	return translatedChat(c, cand, cand.provider.baseURL+"/v1/messages", body, stream, translate.AnthropicChatResponse, translate.NewAnthropicStream), nil
 }
 
 // geminiChat translates the hub request to :generateContent (or
 // :streamGenerateContent?alt=sse) and the answer back.
 func geminiChat(c *call, cand candidate) (*outbound, *apiError) {
-	body, stream, e := geminiChatRequest(c.req.raw)
+	body, stream, e := translate.GeminiChatRequest(c.req.raw)
 	if e != nil {
 		return nil, e
 	}
@@ -119,21 +121,21 @@ func geminiChat(c *call, cand candidate) (*outbound, *apiError) {
 	if stream {
 		u = geminiModelURL(cand.provider, cand.model, "streamGenerateContent") + "?alt=sse"
 	}
-	return translatedChat(c, cand, u, body, stream, geminiChatResponse, newGeminiStream), nil
+	return translatedChat(c, cand, u, body, stream, translate.GeminiChatResponse, translate.NewGeminiStream), nil
 }
 
 // translatedChat is the outbound of a translating backend's chat call.
 func translatedChat(c *call, cand candidate, url string, body []byte, stream bool,
-	response func([]byte, translateContext) ([]byte, usage, *apiError),
-	newStream func(translateContext) streamTranslator) *outbound {
+	response func([]byte, translate.Context) ([]byte, translate.Usage, *apiError),
+	newStream func(translate.Context) translate.StreamTranslator) *outbound {
 	o := jsonOutbound(cand, url, body)
 	tc := c.translateContext(cand.model)
 	if stream {
 		o.accept, o.stream = "text/event-stream", true
-		o.translator = func() streamTranslator { return newStream(tc) }
+		o.translator = func() translate.StreamTranslator { return newStream(tc) }
 		return o
 	}
-	o.decode = func(data []byte) ([]byte, usage, *apiError) { return response(data, tc) }
+	o.decode = func(data []byte) ([]byte, translate.Usage, *apiError) { return response(data, tc) }
 	return o
 }
 
@@ -146,7 +148,7 @@ func geminiModelURL(p *providerRuntime, model, method string) string {
 // geminiEmbeddings maps OpenAI embeddings to :embedContent (one input)
 // or :batchEmbedContents (a list).
 func geminiEmbeddings(c *call, cand candidate) (*outbound, *apiError) {
-	body, batch, e := geminiEmbedRequest(c.req.raw, cand.model)
+	body, batch, e := translate.GeminiEmbedRequest(c.req.raw, cand.model)
 	if e != nil {
 		return nil, e
 	}
@@ -155,13 +157,13 @@ func geminiEmbeddings(c *call, cand candidate) (*outbound, *apiError) {
 		method = "batchEmbedContents"
 	}
 	tc := c.translateContext(cand.model)
-	wantBase64 := geminiEmbedWantsBase64(c.req.raw)
+	wantBase64 := translate.GeminiEmbedWantsBase64(c.req.raw)
 	o := jsonOutbound(cand, geminiModelURL(cand.provider, cand.model, method), body)
-	o.decode = func(data []byte) ([]byte, usage, *apiError) {
-		out, u, e := geminiEmbedResponse(data, tc, batch)
+	o.decode = func(data []byte) ([]byte, translate.Usage, *apiError) {
+		out, u, e := translate.GeminiEmbedResponse(data, tc, batch)
 		if e == nil && wantBase64 {
 			// The official SDKs ask for base64 by default.
-			out, e = geminiEmbedBase64(out)
+			out, e = translate.GeminiEmbedBase64(out)
 		}
 		return out, u, e
 	}
@@ -170,15 +172,15 @@ func geminiEmbeddings(c *call, cand candidate) (*outbound, *apiError) {
 
 // geminiImages maps images/generations to Imagen's :predict.
 func geminiImages(c *call, cand candidate) (*outbound, *apiError) {
-	body, e := geminiImageRequest(c.req.raw)
+	body, e := translate.GeminiImageRequest(c.req.raw)
 	if e != nil {
 		return nil, e
 	}
 	created := time.Now().Unix()
 	o := jsonOutbound(cand, geminiModelURL(cand.provider, cand.model, "predict"), body)
-	o.decode = func(data []byte) ([]byte, usage, *apiError) {
-		out, e := geminiImageResponse(data, created)
-		return out, usage{}, e
+	o.decode = func(data []byte) ([]byte, translate.Usage, *apiError) {
+		out, e := translate.GeminiImageResponse(data, created)
+		return out, translate.Usage{}, e
 	}
 	return o, nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/store"
+	"github.com/llmgateway/llmgateway/gateway/internal/translate"
 )
 
 // BenchmarkLimiter measures one metered request's limiter work — the
@@ -55,7 +56,7 @@ func benchLimiterScopes() []limitScope {
 
 func runLimiterBench(b *testing.B, l *limiter, logs *bytes.Buffer, roundTrips func() int64) {
 	scopes := benchLimiterScopes()
-	u := usage{promptTokens: 180, completionTokens: 6}
+	u := translate.Usage{PromptTokens: 180, CompletionTokens: 6}
 	ctx := context.Background()
 	// Warm up (the Redis client dials its first connection here).
 	if e := l.checkAndCount(ctx, scopes); e != nil {

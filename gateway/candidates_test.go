@@ -67,7 +67,7 @@ func TestCandidatesOrder(t *testing.T) {
 	if route, e := g.resolveModel(alice, "shared"); e != nil || len(route.candidates) != 2 {
 		t.Fatalf("alice: %+v %v", route.candidates, e)
 	}
-	if _, e := g.resolveModel(bob, "shared"); e == nil || e.status != http.StatusForbidden {
+	if _, e := g.resolveModel(bob, "shared"); e == nil || e.Status != http.StatusForbidden {
 		t.Fatalf("bob may not use the first candidate: %v", e)
 	}
 }

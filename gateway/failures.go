@@ -6,34 +6,17 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
+	"github.com/llmgateway/llmgateway/gateway/internal/sse"
 )
 
 // This file is the one place that maps an upstream failure to what the
 // client sees and what the pipeline may do about it: every upstream-side
 // error the call stage meets is classified here, and retry, failover and
 // the provider success rates read the class's row instead of deciding
-// on their own.
-
-// failureClass names what went wrong with an upstream exchange.
-type failureClass int
-
-const (
-	failNone             failureClass = iota // not an upstream failure (the gateway's own refusal)
-	failConnect                              // no answer: dial, TLS, reset, EOF before or inside the body
-	failStall                                // the progress watchdog fired
-	failClientCancel                         // the client went away first
-	failBadRequest                           // the upstream answered 400
-	failRefused                              // another 4xx (404, 409, 413, 422, …)
-	failCredential                           // the upstream refused the gateway's own key (401/403, Gemini's API_KEY_INVALID)
-	failRateLimited                          // 429
-	failServer                               // 5xx
-	failUnexpectedStatus                     // a non-2xx status outside 4xx/5xx
-	failOversize                             // the answer passed the response size cap
-	failTruncated                            // a stream ended without its terminator, or inside an event
-	failInterrupted                          // a stream's read failed after its headers
-	failBadResponse                          // the answer could not be understood (wrong content type, bad JSON)
-	failureClassCount
-)
+// on their own. The classes are apierr.Class, so that the translators
+// can classify the errors they raise; their policy is here.
 
 // failurePolicy is one row of the failure table.
 type failurePolicy struct {
@@ -55,37 +38,37 @@ type failurePolicy struct {
 }
 
 // failureTable is the policy of every failure class.
-var failureTable = [failureClassCount]failurePolicy{
-	failNone:         {name: "none"},
-	failConnect:      {name: "connect", status: http.StatusBadGateway, code: "upstream_error", retry: true, failover: true, providerFault: true},
-	failStall:        {name: "stall", status: http.StatusBadGateway, code: "upstream_timeout", failover: true, providerFault: true},
-	failClientCancel: {name: "client_cancel", status: 499, code: "client_closed_request"},
-	failBadRequest:   {name: "bad_request", code: "upstream_error"},
-	failRefused:      {name: "refused", code: "upstream_error", failover: true},
-	failCredential:   {name: "credential", status: http.StatusBadGateway, code: "upstream_error", failover: true},
-	failRateLimited:  {name: "rate_limited", code: "upstream_error", retry: true, failover: true, providerFault: true},
-	failServer:       {name: "server", code: "upstream_error", retry: true, failover: true, providerFault: true},
-	failUnexpectedStatus: {name: "unexpected_status", status: http.StatusBadGateway, code: "upstream_error", failover: true,
+var failureTable = [apierr.ClassCount]failurePolicy{
+	apierr.ClassNone:         {name: "none"},
+	apierr.ClassConnect:      {name: "connect", status: http.StatusBadGateway, code: "upstream_error", retry: true, failover: true, providerFault: true},
+	apierr.ClassStall:        {name: "stall", status: http.StatusBadGateway, code: "upstream_timeout", failover: true, providerFault: true},
+	apierr.ClassClientCancel: {name: "client_cancel", status: 499, code: "client_closed_request"},
+	apierr.ClassBadRequest:   {name: "bad_request", code: "upstream_error"},
+	apierr.ClassRefused:      {name: "refused", code: "upstream_error", failover: true},
+	apierr.ClassCredential:   {name: "credential", status: http.StatusBadGateway, code: "upstream_error", failover: true},
+	apierr.ClassRateLimited:  {name: "rate_limited", code: "upstream_error", retry: true, failover: true, providerFault: true},
+	apierr.ClassServer:       {name: "server", code: "upstream_error", retry: true, failover: true, providerFault: true},
+	apierr.ClassUnexpectedStatus: {name: "unexpected_status", status: http.StatusBadGateway, code: "upstream_error", failover: true,
 		providerFault: false},
-	failOversize:    {name: "oversize", status: http.StatusBadGateway, code: "upstream_response_too_large"},
-	failTruncated:   {name: "truncated", status: http.StatusBadGateway, code: "upstream_stream_truncated"},
-	failInterrupted: {name: "interrupted", status: http.StatusBadGateway, code: "upstream_stream_interrupted"},
-	failBadResponse: {name: "bad_response", status: http.StatusBadGateway, code: "upstream_bad_response"},
+	apierr.ClassOversize:    {name: "oversize", status: http.StatusBadGateway, code: "upstream_response_too_large"},
+	apierr.ClassTruncated:   {name: "truncated", status: http.StatusBadGateway, code: "upstream_stream_truncated"},
+	apierr.ClassInterrupted: {name: "interrupted", status: http.StatusBadGateway, code: "upstream_stream_interrupted"},
+	apierr.ClassBadResponse: {name: "bad_response", status: http.StatusBadGateway, code: "upstream_bad_response"},
 }
 
-// policy is e's row of the failure table (failNone for the gateway's own
-// errors).
-func (e *apiError) policy() *failurePolicy {
-	return &failureTable[e.class]
+// policy is e's row of the failure table (the ClassNone row for the
+// gateway's own errors).
+func policy(e *apiError) *failurePolicy {
+	return &failureTable[e.Class]
 }
 
 // upstreamFailure builds the error for class with message, taking status
 // and code from the table.
-func upstreamFailure(class failureClass, message string, cause error) *apiError {
+func upstreamFailure(class apierr.Class, message string, cause error) *apiError {
 	row := &failureTable[class]
-	e := newError(row.status, "server_error", row.code, message)
-	e.class = class
-	e.cause = cause
+	e := apierr.New(row.status, "server_error", row.code, message)
+	e.Class = class
+	e.Cause = cause
 	return e
 }
 
@@ -96,28 +79,28 @@ func upstreamFailure(class failureClass, message string, cause error) *apiError 
 func exchangeFailure(provider string, wd *watchdog, clientCtx context.Context, err error) *apiError {
 	switch {
 	case wd != nil && wd.stalled():
-		return upstreamFailure(failStall, "upstream progress stalled for "+wd.timeout.String()+" (provider \""+provider+"\")", err)
+		return upstreamFailure(apierr.ClassStall, "upstream progress stalled for "+wd.timeout.String()+" (provider \""+provider+"\")", err)
 	case clientCtx.Err() != nil:
-		return upstreamFailure(failClientCancel, "client closed the request", err)
+		return upstreamFailure(apierr.ClassClientCancel, "client closed the request", err)
 	}
-	return upstreamFailure(failConnect, "provider \""+provider+"\" could not be reached", err)
+	return upstreamFailure(apierr.ClassConnect, "provider \""+provider+"\" could not be reached", err)
 }
 
 // statusClass classifies a non-2xx upstream answer.
-func statusClass(p *providerRuntime, status int, body []byte) failureClass {
+func statusClass(p *providerRuntime, status int, body []byte) apierr.Class {
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden || providerRefusedKey(p, status, body):
-		return failCredential
+		return apierr.ClassCredential
 	case status == http.StatusTooManyRequests:
-		return failRateLimited
+		return apierr.ClassRateLimited
 	case status == http.StatusBadRequest:
-		return failBadRequest
+		return apierr.ClassBadRequest
 	case status >= 400 && status < 500:
-		return failRefused
+		return apierr.ClassRefused
 	case status >= 500:
-		return failServer
+		return apierr.ClassServer
 	}
-	return failUnexpectedStatus
+	return apierr.ClassUnexpectedStatus
 }
 
 // upstreamHTTPError wraps a provider's non-2xx answer in the gateway's
@@ -129,23 +112,23 @@ func upstreamHTTPError(p *providerRuntime, resp *http.Response, body io.Reader) 
 	data = redactSecret(data, p.apiKey)
 	class := statusClass(p, resp.StatusCode, data)
 	e := upstreamFailure(class, "provider \""+p.name+"\" returned HTTP "+strconv.Itoa(resp.StatusCode), nil)
-	e.kind = "invalid_request_error"
+	e.Kind = "invalid_request_error"
 	switch {
-	case class == failCredential:
-		e.kind = "server_error"
-	case class == failRateLimited:
-		e.kind = "rate_limit_error"
-		e.status = resp.StatusCode
-	case class == failServer:
-		e.kind = "server_error"
-		e.status = resp.StatusCode
-	case class == failUnexpectedStatus:
-		e.kind = "server_error"
+	case class == apierr.ClassCredential:
+		e.Kind = "server_error"
+	case class == apierr.ClassRateLimited:
+		e.Kind = "rate_limit_error"
+		e.Status = resp.StatusCode
+	case class == apierr.ClassServer:
+		e.Kind = "server_error"
+		e.Status = resp.StatusCode
+	case class == apierr.ClassUnexpectedStatus:
+		e.Kind = "server_error"
 	default:
-		e.status = resp.StatusCode
+		e.Status = resp.StatusCode
 	}
-	e.upstream = embedUpstreamBody(data)
-	e.retryAfter = resp.Header.Get("Retry-After")
+	e.Upstream = apierr.EmbedUpstream(data)
+	e.RetryAfter = resp.Header.Get("Retry-After")
 	return e
 }
 
@@ -157,19 +140,19 @@ func providerRefusedKey(p *providerRuntime, status int, body []byte) bool {
 }
 
 func errUpstreamTooLarge(provider string) *apiError {
-	return upstreamFailure(failOversize, "provider \""+provider+"\" sent a response over the "+formatBytes(maxUpstreamResponseBytes)+" limit", nil)
+	return upstreamFailure(apierr.ClassOversize, "provider \""+provider+"\" sent a response over the "+formatBytes(maxUpstreamResponseBytes)+" limit", nil)
 }
 
 func errStreamOverLimit(provider string) *apiError {
-	return upstreamFailure(failOversize, "stream from provider \""+provider+"\" exceeded the "+formatBytes(maxUpstreamResponseBytes)+" limit", nil)
+	return upstreamFailure(apierr.ClassOversize, "stream from provider \""+provider+"\" exceeded the "+formatBytes(maxUpstreamResponseBytes)+" limit", nil)
 }
 
 func errStreamTruncated(provider, how string) *apiError {
-	return upstreamFailure(failTruncated, "stream from provider \""+provider+"\" "+how, nil)
+	return upstreamFailure(apierr.ClassTruncated, "stream from provider \""+provider+"\" "+how, nil)
 }
 
 func errBadUpstreamResponse(provider, what string) *apiError {
-	return upstreamFailure(failBadResponse, "provider \""+provider+"\" "+what, nil)
+	return upstreamFailure(apierr.ClassBadResponse, "provider \""+provider+"\" "+what, nil)
 }
 
 // streamReadFailure classifies an upstream event stream that could not
@@ -179,26 +162,26 @@ func streamReadFailure(provider string, wd *watchdog, clientCtx context.Context,
 	switch {
 	case err == io.EOF:
 		return errStreamTruncated(provider, "ended inside an event")
-	case err == errStreamTooLarge:
+	case err == sse.ErrTooLarge:
 		return errStreamOverLimit(provider)
 	case wd.stalled():
 		return exchangeFailure(provider, wd, clientCtx, err)
 	}
-	return upstreamFailure(failInterrupted, "stream from provider \""+provider+"\" was interrupted", err)
+	return upstreamFailure(apierr.ClassInterrupted, "stream from provider \""+provider+"\" was interrupted", err)
 }
 
 // attributed names the provider in an upstream-side error a translator
 // raised (the translators know the provider's type, not its name), and
 // classifies it as a bad response when the translator did not.
 func attributed(p *providerRuntime, e *apiError) *apiError {
-	if e == nil || e.status < 500 {
+	if e == nil || e.Status < 500 {
 		return e
 	}
-	e.message = "provider \"" + p.name + "\": " + e.message
-	if e.class == failNone {
-		e.class = failBadResponse
-		if e.code == "upstream_stream_truncated" {
-			e.class = failTruncated
+	e.Message = "provider \"" + p.name + "\": " + e.Message
+	if e.Class == apierr.ClassNone {
+		e.Class = apierr.ClassBadResponse
+		if e.Code == "upstream_stream_truncated" {
+			e.Class = apierr.ClassTruncated
 		}
 	}
 	return e
@@ -208,5 +191,5 @@ func attributed(p *providerRuntime, e *apiError) *apiError {
 // connection error, 429, 5xx or a stall is the provider's failure; a
 // client cancellation or any other answer is not.
 func attemptFailed(e *apiError) bool {
-	return e != nil && e.policy().providerFault
+	return e != nil && policy(e).providerFault
 }

@@ -61,11 +61,11 @@ func FuzzParseJSONRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte, newModel string) {
 		req, e := parseJSONRequest(body)
 		if e != nil {
-			if e.status != 400 || e.code == "" {
-				t.Fatalf("refusal %d %q", e.status, e.code)
+			if e.Status != 400 || e.Code == "" {
+				t.Fatalf("refusal %d %q", e.Status, e.Code)
 			}
 			if acceptable(body) {
-				t.Fatalf("refused (%s) an unambiguous body %q", e.code, body)
+				t.Fatalf("refused (%s) an unambiguous body %q", e.Code, body)
 			}
 			return
 		}

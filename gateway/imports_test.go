@@ -69,8 +69,14 @@ func TestStdlibOnly(t *testing.T) {
 	}
 	// The walk must have seen the sub-packages, or it checks nothing
 	// there.
-	if !packages["."] || !packages[filepath.Join("internal", "store")] {
-		t.Errorf("packages checked %v: want the root and internal/store at least", packages)
+	leaves := []string{"apierr", "sse", "translate", "store"}
+	for i := 0; i < len(leaves); i++ {
+		if !packages[filepath.Join("internal", leaves[i])] {
+			t.Errorf("packages checked %v: want internal/%s", packages, leaves[i])
+		}
+	}
+	if !packages["."] {
+		t.Errorf("packages checked %v: want the root", packages)
 	}
 	mod, err := os.ReadFile("go.mod")
 	if err != nil {
@@ -80,6 +86,50 @@ func TestStdlibOnly(t *testing.T) {
 	for i := 0; i < len(lines); i++ {
 		if strings.HasPrefix(strings.TrimSpace(lines[i]), "require") {
 			t.Errorf("gateway/go.mod has a requirement (%q): the core must have none", lines[i])
+		}
+	}
+}
+
+// leafImports is which of the core's own packages each sub-package may
+// import: the leaves know nothing of the pipeline (package gateway), and
+// the error type and the SSE codec sit below the translators.
+var leafImports = map[string][]string{
+	"internal/apierr":    nil,
+	"internal/sse":       nil,
+	"internal/store":     nil,
+	"internal/translate": {"internal/apierr", "internal/sse"},
+}
+
+// TestLeafImports fails when a sub-package (tests included) imports one
+// of the core's packages its row of leafImports does not list, or when a
+// sub-package has no row.
+func TestLeafImports(t *testing.T) {
+	files := coreGoFiles(t, "internal")
+	fset := token.NewFileSet()
+	for i := 0; i < len(files); i++ {
+		dir := filepath.ToSlash(filepath.Dir(files[i]))
+		allowed, known := leafImports[dir]
+		if !known {
+			t.Errorf("%s: package %s has no row in leafImports", files[i], dir)
+			continue
+		}
+		f, err := parser.ParseFile(fset, files[i], nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatalf("%s: %v", files[i], err)
+		}
+		for j := 0; j < len(f.Imports); j++ {
+			p, _ := strconv.Unquote(f.Imports[j].Path.Value)
+			if p != selfImportPath && !strings.HasPrefix(p, selfImportPath+"/") {
+				continue
+			}
+			rel := strings.TrimPrefix(strings.TrimPrefix(p, selfImportPath), "/")
+			ok := false
+			for k := 0; k < len(allowed); k++ {
+				ok = ok || allowed[k] == rel
+			}
+			if !ok {
+				t.Errorf("%s imports %q: %s may import only %v of the core", files[i], p, dir, allowed)
+			}
 		}
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/translate"
 )
 
 // Property: for any instant, every window's bucket contains it, the
@@ -87,7 +89,7 @@ func TestLimiterRequestsPerMinute(t *testing.T) {
 		}
 	}
 	e := l.checkAndCount(context.Background(), scopes)
-	if e == nil || e.status != 429 || e.retryAfter != "20" || !strings.Contains(e.message, `group "eng"`) || !strings.Contains(e.message, "requestsPerMinute") {
+	if e == nil || e.Status != 429 || e.RetryAfter != "20" || !strings.Contains(e.Message, `group "eng"`) || !strings.Contains(e.Message, "requestsPerMinute") {
 		t.Fatalf("4th request: %+v", e)
 	}
 	l.async.wait()
@@ -111,7 +113,7 @@ func TestLimiterScopesAreIndependent(t *testing.T) {
 		t.Fatal(e)
 	}
 	e := l.checkAndCount(context.Background(), alice)
-	if e == nil || !strings.Contains(e.message, `user "alice"`) {
+	if e == nil || !strings.Contains(e.Message, `user "alice"`) {
 		t.Fatalf("alice's second: %+v", e)
 	}
 	// Alice's refused request still counted toward the group (counted
@@ -120,11 +122,11 @@ func TestLimiterScopesAreIndependent(t *testing.T) {
 		t.Fatalf("bob refused early: %v", e)
 	}
 	e = l.checkAndCount(context.Background(), bob)
-	if e == nil || !strings.Contains(e.message, `group "eng"`) || !strings.Contains(e.message, "requestsPerDay") {
+	if e == nil || !strings.Contains(e.Message, `group "eng"`) || !strings.Contains(e.Message, "requestsPerDay") {
 		t.Fatalf("bob's second: %+v", e)
 	}
-	if e.retryAfter != "50400" {
-		t.Fatalf("Retry-After %s, want the seconds to UTC midnight", e.retryAfter)
+	if e.RetryAfter != "50400" {
+		t.Fatalf("Retry-After %s, want the seconds to UTC midnight", e.RetryAfter)
 	}
 }
 
@@ -137,7 +139,7 @@ func TestLimiterTokenAndCostBudgets(t *testing.T) {
 		t.Fatal(e)
 	}
 	before := store.calls.Load()
-	l.account(ctx, scopes, usage{promptTokens: 60, completionTokens: 39}, 1000000)
+	l.account(ctx, scopes, translate.Usage{PromptTokens: 60, CompletionTokens: 39}, 1000000)
 	if store.calls.Load() != before+1 {
 		t.Fatalf("account took %d round trips, want 1", store.calls.Load()-before)
 	}
@@ -146,9 +148,9 @@ func TestLimiterTokenAndCostBudgets(t *testing.T) {
 	}
 	// This request pushes the day over: it was admitted (overshoot by at
 	// most one request), the next one is refused.
-	l.account(ctx, scopes, usage{promptTokens: 0, completionTokens: 50}, 1000000)
+	l.account(ctx, scopes, translate.Usage{PromptTokens: 0, CompletionTokens: 50}, 1000000)
 	e := l.checkAndCount(ctx, scopes)
-	if e == nil || !strings.Contains(e.message, "tokensPerDay") || !strings.Contains(e.message, "tokens") {
+	if e == nil || !strings.Contains(e.Message, "tokensPerDay") || !strings.Contains(e.Message, "tokens") {
 		t.Fatalf("over the token budget: %+v", e)
 	}
 	// The next day the token budget is fresh; the month cost is not.
@@ -156,13 +158,13 @@ func TestLimiterTokenAndCostBudgets(t *testing.T) {
 	if e := l.checkAndCount(ctx, scopes); e != nil {
 		t.Fatalf("next day refused: %v", e)
 	}
-	l.account(ctx, scopes, usage{promptTokens: 1}, 3000000)
+	l.account(ctx, scopes, translate.Usage{PromptTokens: 1}, 3000000)
 	e = l.checkAndCount(ctx, scopes)
-	if e == nil || !strings.Contains(e.message, "costPerMonthUSD") || !strings.Contains(e.message, "$5") {
+	if e == nil || !strings.Contains(e.Message, "costPerMonthUSD") || !strings.Contains(e.Message, "$5") {
 		t.Fatalf("over the cost budget: %+v", e)
 	}
-	if e.retryAfter != "86399" {
-		t.Fatalf("Retry-After %s, want the seconds to March", e.retryAfter)
+	if e.RetryAfter != "86399" {
+		t.Fatalf("Retry-After %s, want the seconds to March", e.RetryAfter)
 	}
 	// A month budget is a calendar month even on the in-process store,
 	// whose keys are otherwise capped at 48h: still refused 2 days on.
@@ -188,7 +190,7 @@ func TestLimiterOneRoundTripWhateverTheScopes(t *testing.T) {
 	if e := l.checkAndCount(context.Background(), scopes); e != nil {
 		t.Fatal(e)
 	}
-	l.account(context.Background(), scopes, usage{promptTokens: 3, completionTokens: 4}, 7)
+	l.account(context.Background(), scopes, translate.Usage{PromptTokens: 3, CompletionTokens: 4}, 7)
 	if store.calls.Load() != 2 {
 		t.Fatalf("round trips = %d for 8 scopes, want 2 (check + account)", store.calls.Load())
 	}
@@ -206,7 +208,7 @@ func TestLimiterFailOpenAndClosed(t *testing.T) {
 		}
 	}
 	// The fallback still enforces.
-	if e := l.checkAndCount(context.Background(), scopes); e == nil || e.status != 429 {
+	if e := l.checkAndCount(context.Background(), scopes); e == nil || e.Status != 429 {
 		t.Fatalf("fallback did not enforce: %+v", e)
 	}
 	key := counterKey("total", "all", "req", minuteWindow, clock.Now())
@@ -217,7 +219,7 @@ func TestLimiterFailOpenAndClosed(t *testing.T) {
 	l2, store2, _ := testLimiter(clock, false)
 	store2.fail.Store(true)
 	e := l2.checkAndCount(context.Background(), scopes)
-	if e == nil || e.status != 503 || e.retryAfter == "" {
+	if e == nil || e.Status != 503 || e.RetryAfter == "" {
 		t.Fatalf("fail-closed: %+v", e)
 	}
 	store2.fail.Store(false)

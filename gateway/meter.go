@@ -2,6 +2,9 @@ package gateway
 
 import (
 	"net/http"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
+	"github.com/llmgateway/llmgateway/gateway/internal/translate"
 )
 
 // Metering: where the routes meet limits and accounting.
@@ -20,7 +23,7 @@ func (g *Gateway) admit(r *http.Request, user *userRuntime, provider, model stri
 		return nil
 	}
 	if _, priced := g.priceOf(provider, model); !priced {
-		return newError(http.StatusPaymentRequired, "invalid_request_error", "model_unpriced",
+		return apierr.New(http.StatusPaymentRequired, "invalid_request_error", "model_unpriced",
 			"model \""+model+"\" on provider \""+provider+"\" has no known price and your group or user has a cost budget; "+
 				"an operator can add a pricing entry or set allowUnpricedWithCostBudget")
 	}
@@ -43,7 +46,7 @@ func (g *Gateway) priceOf(provider, model string) (modelPrice, bool) {
 
 // costOf is a request's cost in micro-USD (0, with a warning, when the
 // model has no known price).
-func (g *Gateway) costOf(provider, model string, u usage) int64 {
+func (g *Gateway) costOf(provider, model string, u translate.Usage) int64 {
 	if model == "" {
 		return 0
 	}

@@ -34,10 +34,10 @@ func FuzzTranscriptionModel(f *testing.F) {
 	f.Fuzz(func(t *testing.T, ct string, body []byte, _ string) {
 		model, e := transcriptionModel(ct, body)
 		if e != nil {
-			if e.status != 400 || e.code == "" {
-				t.Fatalf("refusal %d %q", e.status, e.code)
+			if e.Status != 400 || e.Code == "" {
+				t.Fatalf("refusal %d %q", e.Status, e.Code)
 			}
-			if e.cause == errMultipartMismatch {
+			if e.Cause == errMultipartMismatch {
 				t.Fatalf("raw scanner disagrees with mime/multipart on %q %q", ct, body)
 			}
 			return
@@ -85,8 +85,8 @@ func FuzzRewriteMultipartModel(f *testing.F) {
 		_, e := transcriptionModel(ct, body)
 		out, outCT, re := rewriteMultipartModel(ct, body, "x")
 		if e != nil {
-			if re == nil || re.code != e.code || out != nil {
-				t.Fatalf("transcriptionModel refused (%s) but rewrite gave %+v", e.code, re)
+			if re == nil || re.Code != e.Code || out != nil {
+				t.Fatalf("transcriptionModel refused (%s) but rewrite gave %+v", e.Code, re)
 			}
 			return
 		}

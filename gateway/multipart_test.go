@@ -161,7 +161,7 @@ func TestTranscriptionModelValid(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			model, e := transcriptionModel(mpContentType(c.boundary), c.body())
 			if e != nil {
-				t.Fatalf("refused: %d %s: %v", e.status, e.code, e)
+				t.Fatalf("refused: %d %s: %v", e.Status, e.Code, e)
 			}
 			if model != c.wantModel {
 				t.Fatalf("model %q, want %q", model, c.wantModel)
@@ -200,7 +200,7 @@ func TestTranscriptionModelContentType(t *testing.T) {
 				}
 				return
 			}
-			if e == nil || e.status != 400 || e.code != "invalid_content_type" {
+			if e == nil || e.Status != 400 || e.Code != "invalid_content_type" {
 				t.Fatalf("got %q, %+v; want 400 invalid_content_type", model, e)
 			}
 		})
@@ -257,14 +257,14 @@ func TestTranscriptionModelRefusals(t *testing.T) {
 		c := cases[i]
 		t.Run(c.name, func(t *testing.T) {
 			model, e := transcriptionModel(mpContentType(b), c.body)
-			if e == nil || e.status != 400 || e.code != c.code {
+			if e == nil || e.Status != 400 || e.Code != c.code {
 				t.Fatalf("got %q, %+v; want 400 %s", model, e, c.code)
 			}
-			if e.cause == errMultipartMismatch {
+			if e.Cause == errMultipartMismatch {
 				t.Fatalf("scanner disagreed with mime/multipart")
 			}
 			out, _, re := rewriteMultipartModel(mpContentType(b), c.body, "x")
-			if re == nil || re.status != 400 || re.code != c.code || out != nil {
+			if re == nil || re.Status != 400 || re.Code != c.code || out != nil {
 				t.Fatalf("rewrite: got %q, %+v; want 400 %s", out, re, c.code)
 			}
 		})
@@ -290,7 +290,7 @@ func TestTranscriptionModelTruncated(t *testing.T) {
 			end := len(body) - len(c.nl)
 			for cut := 0; cut < end; cut++ {
 				model, e := transcriptionModel(ct, body[:cut])
-				if e == nil || e.status != 400 || e.code != "invalid_multipart" {
+				if e == nil || e.Status != 400 || e.Code != "invalid_multipart" {
 					t.Fatalf("cut at %d/%d: got %q, %+v; want 400 invalid_multipart", cut, len(body), model, e)
 				}
 			}

@@ -11,6 +11,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
+	"github.com/llmgateway/llmgateway/gateway/internal/translate"
 )
 
 // passthroughTarget splits "/{provider}/{rest}" when {provider} names a
@@ -64,15 +67,15 @@ func (g *Gateway) servePassthrough(w http.ResponseWriter, r *http.Request, p *pr
 func (c *call) admitPassthrough(p *providerRuntime, rest string) (string, *cappedBody, *apiError) {
 	r := c.r
 	if hasDotSegment(rest) {
-		return "", nil, errBadRequest("invalid_path", "path segments \".\" and \"..\" are not allowed")
+		return "", nil, apierr.BadRequest("invalid_path", "path segments \".\" and \"..\" are not allowed")
 	}
 	grants := c.user.passthroughGrants(p.name, rest)
 	if len(grants) == 0 {
-		return "", nil, newError(http.StatusForbidden, "permission_error", "provider_not_allowed",
+		return "", nil, apierr.New(http.StatusForbidden, "permission_error", "provider_not_allowed",
 			"provider \""+p.name+"\" path \""+rest+"\" is not available to your group")
 	}
 	if r.Header.Get("Upgrade") != "" {
-		return "", nil, newError(http.StatusNotImplemented, "invalid_request_error", "upgrade_not_supported",
+		return "", nil, apierr.New(http.StatusNotImplemented, "invalid_request_error", "upgrade_not_supported",
 			"protocol upgrades are not supported on passthrough routes")
 	}
 	if r.ContentLength > maxPassthroughRequestBytes {
@@ -142,7 +145,7 @@ func (c *call) proxy(p *providerRuntime, body *cappedBody, model string) *outcom
 			redactResponseBody(resp, p.apiKey)
 			return nil
 		}
-		resp.Body = newUsageSniffer(resp.Body, resp.Header.Get("Content-Type"), func(u usage, streamed bool) {
+		resp.Body = newUsageSniffer(resp.Body, resp.Header.Get("Content-Type"), func(u translate.Usage, streamed bool) {
 			out.usage, out.streamed = u, streamed
 			out.requestBytes = int(body.sent.Load())
 		})
@@ -150,7 +153,7 @@ func (c *call) proxy(p *providerRuntime, body *cappedBody, model string) *outcom
 	}
 	rp.ErrorHandler = func(rw http.ResponseWriter, req *http.Request, err error) {
 		out.err = c.passthroughFailure(p, body, wd, err)
-		out.status = out.err.status
+		out.status = out.err.Status
 		c.fail(out.err)
 	}
 	rp.ServeHTTP(w, in)
@@ -197,7 +200,7 @@ func passthroughURL(p *providerRuntime, in *url.URL) *url.URL {
 // the grants that reach the provider. Anything else is a 403 (fail
 // closed). The body is read (up to the passthrough cap) and replayed.
 func checkPassthroughModel(r *http.Request, body *cappedBody, grants []*grant, provider string) (string, *apiError) {
-	denied := newError(http.StatusForbidden, "permission_error", "model_not_allowed",
+	denied := apierr.New(http.StatusForbidden, "permission_error", "model_not_allowed",
 		"this passthrough request names no model your group may use on provider \""+provider+"\"")
 	if isBinaryContentType(r.Header.Get("Content-Type")) {
 		return "", denied
@@ -221,7 +224,7 @@ func peekPassthroughModel(body *cappedBody) (string, *apiError) {
 		return "", errTooLarge(maxPassthroughRequestBytes)
 	}
 	if err != nil {
-		return "", errBadRequest("unreadable_body", "could not read the request body")
+		return "", apierr.BadRequest("unreadable_body", "could not read the request body")
 	}
 	body.r = bytes.NewReader(data)
 	body.remaining = maxPassthroughRequestBytes

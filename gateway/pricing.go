@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/translate"
 )
 
 // Request-cost accounting: what a model costs per token, and what a
@@ -281,7 +283,7 @@ func qualifiedModel(provider, model string) string {
 // warnUnpriced). Cache creation and cache read tokens are part of
 // promptTokens and billed at the input price: the gateway prices tokens ×
 // price, without cache discounts or surcharges.
-func (p *pricer) cost(provider, model string, u usage) (int64, bool) {
+func (p *pricer) cost(provider, model string, u translate.Usage) (int64, bool) {
 	pr, ok := p.price(provider, model)
 	if !ok {
 		name := model
@@ -302,12 +304,12 @@ func (p *pricer) cost(provider, model string, u usage) (int64, bool) {
 // tokens at the USD 1,000,000/1M cap is 1e15 micro-USD, far inside);
 // a result that would overflow saturates at math.MaxInt64, which
 // exhausts any budget (fail-safe). Negative token counts count as 0.
-func costMicros(pr modelPrice, u usage) int64 {
-	inWhole, inRem, ok := tokenCost(u.promptTokens, pr.inputPerMTokMicroUSD)
+func costMicros(pr modelPrice, u translate.Usage) int64 {
+	inWhole, inRem, ok := tokenCost(u.PromptTokens, pr.inputPerMTokMicroUSD)
 	if !ok {
 		return math.MaxInt64
 	}
-	outWhole, outRem, ok2 := tokenCost(u.completionTokens, pr.outputPerMTokMicroUSD)
+	outWhole, outRem, ok2 := tokenCost(u.CompletionTokens, pr.outputPerMTokMicroUSD)
 	if !ok2 {
 		return math.MaxInt64
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/translate"
 )
 
 func TestCompilePricingRejectsBadValues(t *testing.T) {
@@ -227,9 +229,9 @@ func TestCuratedPricingIsSane(t *testing.T) {
 }
 
 // refCost is the exact half-up rounded cost, computed with big integers.
-func refCost(pr modelPrice, u usage) int64 {
-	sum := new(big.Int).Mul(big.NewInt(u.promptTokens), big.NewInt(pr.inputPerMTokMicroUSD))
-	sum.Add(sum, new(big.Int).Mul(big.NewInt(u.completionTokens), big.NewInt(pr.outputPerMTokMicroUSD)))
+func refCost(pr modelPrice, u translate.Usage) int64 {
+	sum := new(big.Int).Mul(big.NewInt(u.PromptTokens), big.NewInt(pr.inputPerMTokMicroUSD))
+	sum.Add(sum, new(big.Int).Mul(big.NewInt(u.CompletionTokens), big.NewInt(pr.outputPerMTokMicroUSD)))
 	sum.Add(sum, big.NewInt(500000))
 	sum.Quo(sum, big.NewInt(1000000))
 	if !sum.IsInt64() {
@@ -242,24 +244,24 @@ func TestPricingCostArithmetic(t *testing.T) {
 	cases := []struct {
 		name string
 		pr   modelPrice
-		u    usage
+		u    translate.Usage
 		want int64
 	}{
-		{"typical", modelPrice{3000000, 15000000}, usage{promptTokens: 1000, completionTokens: 500}, 10500},
-		{"one token below half", modelPrice{499999, 0}, usage{promptTokens: 1}, 0},
-		{"one token at half rounds up", modelPrice{500000, 0}, usage{promptTokens: 1}, 1},
-		{"remainders add before rounding", modelPrice{300000, 200000}, usage{promptTokens: 1, completionTokens: 1}, 1},
-		{"remainders below half", modelPrice{250000, 240000}, usage{promptTokens: 1, completionTokens: 1}, 0},
-		{"remainders carry a whole micro", modelPrice{700000, 800000}, usage{promptTokens: 1, completionTokens: 1}, 2},
-		{"zero price", modelPrice{}, usage{promptTokens: 1000000, completionTokens: 1000000}, 0},
-		{"no tokens", modelPrice{3000000, 15000000}, usage{}, 0},
-		{"negative tokens count as zero", modelPrice{3000000, 15000000}, usage{promptTokens: -5, completionTokens: 1000000}, 15000000},
-		{"1e9 tokens at the price cap", modelPrice{maxPriceMicrosPerM, maxPriceMicrosPerM}, usage{promptTokens: 1000000000, completionTokens: 1000000000}, 2000000000000000},
-		{"large, non-round", modelPrice{999999999999, 123456789}, usage{promptTokens: 999999999, completionTokens: 7654321987}, -1},
-		{"huge tokens, exact", modelPrice{maxPriceMicrosPerM, 1}, usage{promptTokens: 9000000000000, completionTokens: 1}, 9000000000000000000},
-		{"overflow saturates", modelPrice{maxPriceMicrosPerM, 0}, usage{promptTokens: math.MaxInt64}, math.MaxInt64},
-		{"sum overflow saturates", modelPrice{maxPriceMicrosPerM, maxPriceMicrosPerM}, usage{promptTokens: 9000000000000, completionTokens: 9000000000000}, math.MaxInt64},
-		{"price beyond the cap saturates, never wraps", modelPrice{math.MaxInt64, 0}, usage{promptTokens: 3}, math.MaxInt64},
+		{"typical", modelPrice{3000000, 15000000}, translate.Usage{PromptTokens: 1000, CompletionTokens: 500}, 10500},
+		{"one token below half", modelPrice{499999, 0}, translate.Usage{PromptTokens: 1}, 0},
+		{"one token at half rounds up", modelPrice{500000, 0}, translate.Usage{PromptTokens: 1}, 1},
+		{"remainders add before rounding", modelPrice{300000, 200000}, translate.Usage{PromptTokens: 1, CompletionTokens: 1}, 1},
+		{"remainders below half", modelPrice{250000, 240000}, translate.Usage{PromptTokens: 1, CompletionTokens: 1}, 0},
+		{"remainders carry a whole micro", modelPrice{700000, 800000}, translate.Usage{PromptTokens: 1, CompletionTokens: 1}, 2},
+		{"zero price", modelPrice{}, translate.Usage{PromptTokens: 1000000, CompletionTokens: 1000000}, 0},
+		{"no tokens", modelPrice{3000000, 15000000}, translate.Usage{}, 0},
+		{"negative tokens count as zero", modelPrice{3000000, 15000000}, translate.Usage{PromptTokens: -5, CompletionTokens: 1000000}, 15000000},
+		{"1e9 tokens at the price cap", modelPrice{maxPriceMicrosPerM, maxPriceMicrosPerM}, translate.Usage{PromptTokens: 1000000000, CompletionTokens: 1000000000}, 2000000000000000},
+		{"large, non-round", modelPrice{999999999999, 123456789}, translate.Usage{PromptTokens: 999999999, CompletionTokens: 7654321987}, -1},
+		{"huge tokens, exact", modelPrice{maxPriceMicrosPerM, 1}, translate.Usage{PromptTokens: 9000000000000, CompletionTokens: 1}, 9000000000000000000},
+		{"overflow saturates", modelPrice{maxPriceMicrosPerM, 0}, translate.Usage{PromptTokens: math.MaxInt64}, math.MaxInt64},
+		{"sum overflow saturates", modelPrice{maxPriceMicrosPerM, maxPriceMicrosPerM}, translate.Usage{PromptTokens: 9000000000000, CompletionTokens: 9000000000000}, math.MaxInt64},
+		{"price beyond the cap saturates, never wraps", modelPrice{math.MaxInt64, 0}, translate.Usage{PromptTokens: 3}, math.MaxInt64},
 	}
 	for _, tc := range cases {
 		want := tc.want
@@ -269,7 +271,7 @@ func TestPricingCostArithmetic(t *testing.T) {
 		if got := costMicros(tc.pr, tc.u); got != want {
 			t.Errorf("%s: %d, want %d", tc.name, got, want)
 		}
-		if tc.u.promptTokens >= 0 && tc.pr.inputPerMTokMicroUSD <= maxPriceMicrosPerM {
+		if tc.u.PromptTokens >= 0 && tc.pr.inputPerMTokMicroUSD <= maxPriceMicrosPerM {
 			if ref := refCost(tc.pr, tc.u); ref != want {
 				t.Errorf("%s: reference %d disagrees with %d", tc.name, ref, want)
 			}
@@ -281,9 +283,9 @@ func TestPricingCostArithmetic(t *testing.T) {
 	for i := 0; i < len(prices); i++ {
 		for j := 0; j < len(tokens); j++ {
 			pr := modelPrice{prices[i], prices[len(prices)-1-i]}
-			u := usage{promptTokens: tokens[j], completionTokens: tokens[len(tokens)-1-j]}
+			u := translate.Usage{PromptTokens: tokens[j], CompletionTokens: tokens[len(tokens)-1-j]}
 			if got, want := costMicros(pr, u), refCost(pr, u); got != want {
-				t.Errorf("%+v %d/%d: %d, want %d", pr, u.promptTokens, u.completionTokens, got, want)
+				t.Errorf("%+v %d/%d: %d, want %d", pr, u.PromptTokens, u.CompletionTokens, got, want)
 			}
 		}
 	}
@@ -297,7 +299,7 @@ func TestPricerCostWarnsOncePerUnpricedModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := newPricer(overrides, map[string]*ModelMetaConfig{"gratis": {Free: true}}, w)
-	u := usage{promptTokens: 1000, completionTokens: 500}
+	u := translate.Usage{PromptTokens: 1000, CompletionTokens: 500}
 	if c, ok := p.cost("oai", "priced", u); c != 10500 || !ok {
 		t.Fatalf("priced: %d %v", c, ok)
 	}
@@ -342,7 +344,7 @@ func TestPricingUnpricedWarningsCappedConcurrently(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < names; i++ {
 				n := (i*7 + g*37) % names // each goroutine in its own order
-				if c, ok := p.cost("prov", fmt.Sprintf("unpriced-model-%03d", n), usage{promptTokens: 10}); c != 0 || ok {
+				if c, ok := p.cost("prov", fmt.Sprintf("unpriced-model-%03d", n), translate.Usage{PromptTokens: 10}); c != 0 || ok {
 					t.Errorf("cost %d %v", c, ok)
 				}
 			}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/translate"
 )
 
 // recordFeed receives request records from the gateway's hook; next
@@ -48,8 +50,8 @@ func checkRecord(t *testing.T, got, want requestRecord) {
 		got.errorClass != want.errorClass || got.attempts != want.attempts || got.cache != want.cache {
 		t.Fatalf("record\n got %+v\nwant %+v", got, want)
 	}
-	if got.usage.promptTokens != want.usage.promptTokens || got.usage.completionTokens != want.usage.completionTokens ||
-		got.usage.reported != want.usage.reported || got.usage.estimated != want.usage.estimated {
+	if got.usage.PromptTokens != want.usage.PromptTokens || got.usage.CompletionTokens != want.usage.CompletionTokens ||
+		got.usage.Reported != want.usage.Reported || got.usage.Estimated != want.usage.Estimated {
 		t.Fatalf("record usage %+v, want %+v", got.usage, want.usage)
 	}
 	if got.latency <= 0 || got.start.IsZero() {
@@ -61,7 +63,7 @@ func checkRecord(t *testing.T, got, want requestRecord) {
 }
 
 func TestRequestRecord(t *testing.T) {
-	reported := usage{promptTokens: 11, completionTokens: 7, reported: true}
+	reported := translate.Usage{PromptTokens: 11, CompletionTokens: 7, Reported: true}
 	t.Run("success", func(t *testing.T) {
 		up := newFakeUpstream(t, okJSON(chatOK))
 		base, feed := recordingGateway(t, standardConfig(up.URL), nil)
@@ -80,7 +82,7 @@ func TestRequestRecord(t *testing.T) {
 		}
 		checkRecord(t, feed.next(t), requestRecord{route: "embeddings", format: "openai", user: "alice", groups: []string{"all"},
 			requestedModel: "m2", provider: "mock", model: "m2", statusCode: 200, attempts: 1,
-			usage: usage{promptTokens: int64((len(body) + 3) / 4), estimated: true}})
+			usage: translate.Usage{PromptTokens: int64((len(body) + 3) / 4), Estimated: true}})
 	})
 	t.Run("upstream_error_after_retries", func(t *testing.T) {
 		up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
@@ -181,7 +183,7 @@ func TestRequestRecord(t *testing.T) {
 				t.Fatalf("request %d: %d %q %s", i, status, hdr.Get("X-Llmgw-Cache"), body)
 			}
 			checkRecord(t, feed.next(t), want)
-			want.cache, want.attempts, want.usage = "hit", 0, usage{}
+			want.cache, want.attempts, want.usage = "hit", 0, translate.Usage{}
 		}
 	})
 	t.Run("passthrough", func(t *testing.T) {

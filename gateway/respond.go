@@ -5,6 +5,10 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
+	"github.com/llmgateway/llmgateway/gateway/internal/sse"
+	"github.com/llmgateway/llmgateway/gateway/internal/translate"
 )
 
 // outcome is what the respond stage delivered: the account and record
@@ -16,7 +20,7 @@ type outcome struct {
 	// streamed one.
 	body     []byte
 	streamed bool
-	usage    usage
+	usage    translate.Usage
 	// requestBytes is the size of the request the upstream got, for the
 	// usage estimate.
 	requestBytes int
@@ -61,7 +65,7 @@ func (c *call) respond(x *exchange, o *outbound) *outcome {
 // failed writes e in place of the answer.
 func (c *call) failed(e *apiError) *outcome {
 	c.fail(e)
-	return &outcome{status: e.status, err: e}
+	return &outcome{status: e.Status, err: e}
 }
 
 // respondWhole writes a whole answer: decoded to the hub shape when the
@@ -76,7 +80,7 @@ func (c *call) respondWhole(x *exchange, o *outbound, data []byte) *outcome {
 		}
 		out.status, out.contentType, out.body, out.usage = http.StatusOK, "application/json", body, u
 	} else {
-		usageFromJSON(data, &out.usage)
+		translate.UsageFromJSON(data, &out.usage)
 		copyResponseHeaders(c.w.Header(), x.resp.Header)
 	}
 	c.rec.wroteHeader(out.status)
@@ -135,8 +139,8 @@ func (c *call) relayEvents(x *exchange, o *outbound) *outcome {
 	copyResponseHeaders(c.w.Header(), x.resp.Header)
 	c.startStream(x.resp.StatusCode)
 	out := &outcome{status: x.resp.StatusCode, streamed: true}
-	res := relaySSE(c.w, x.body, maxUpstreamResponseBytes, c.format.isStreamEnd, func(ev sseEvent) {
-		usageFromJSON(ev.data, &out.usage)
+	res := relaySSE(c.w, x.body, maxUpstreamResponseBytes, c.format.isStreamEnd, func(ev sse.Event) {
+		translate.UsageFromJSON(ev.Data, &out.usage)
 	})
 	if c.r.Context().Err() != nil {
 		c.clientLeft(out, p, res.events)
@@ -158,25 +162,25 @@ func (c *call) relayEvents(x *exchange, o *outbound) *outcome {
 // relayTranslated relays an upstream event stream of another wire shape:
 // one upstream event in, its hub payloads out, framed by the client's
 // format and flushed.
-func (c *call) relayTranslated(x *exchange, o *outbound, st streamTranslator) *outcome {
+func (c *call) relayTranslated(x *exchange, o *outbound, st translate.StreamTranslator) *outcome {
 	p := o.provider
 	c.startStream(http.StatusOK)
 	out := &outcome{status: http.StatusOK, streamed: true}
 	sw := newStreamWriter(c.w)
-	rd := newSSEReader(x.body, maxUpstreamResponseBytes)
-	var payloads []streamPayload
+	rd := sse.NewReader(x.body, maxUpstreamResponseBytes)
+	var payloads []translate.Payload
 	events := 0
 	var e *apiError
 	for {
-		ev, err := rd.next()
+		ev, err := rd.Next()
 		if err != nil {
 			if c.r.Context().Err() != nil {
-				out.usage = st.usage()
+				out.usage = st.Usage()
 				c.clientLeft(out, p, events)
 				return out
 			}
-			if err == io.EOF && !rd.partial {
-				payloads, e = st.finish(payloads[:0])
+			if err == io.EOF && !rd.Partial() {
+				payloads, e = st.Finish(payloads[:0])
 				sw.buf = c.format.framePayloads(sw.buf[:0], payloads)
 				if e = attributed(p, e); e == nil {
 					sw.buf = append(sw.buf, c.format.streamEnd...)
@@ -188,7 +192,7 @@ func (c *call) relayTranslated(x *exchange, o *outbound, st streamTranslator) *o
 			break
 		}
 		events++
-		payloads, e = st.event(ev, payloads[:0])
+		payloads, e = st.Event(ev, payloads[:0])
 		sw.buf = c.format.framePayloads(sw.buf[:0], payloads)
 		sw.write(sw.buf)
 		if e != nil {
@@ -196,7 +200,7 @@ func (c *call) relayTranslated(x *exchange, o *outbound, st streamTranslator) *o
 			break
 		}
 	}
-	out.usage = st.usage()
+	out.usage = st.Usage()
 	if e != nil {
 		c.endStream(sw, out, e, events)
 	}
@@ -219,7 +223,7 @@ func (c *call) endStream(sw *streamWriter, out *outcome, e *apiError, events int
 
 // clientLeft notes a stream the client abandoned.
 func (c *call) clientLeft(out *outcome, p *providerRuntime, events int) {
-	e := upstreamFailure(failClientCancel, "client closed the request", nil)
+	e := upstreamFailure(apierr.ClassClientCancel, "client closed the request", nil)
 	out.err = e
 	c.rec.noteError(e)
 	c.g.log.infof("client closed the stream from provider %q after %d events", p.name, events)

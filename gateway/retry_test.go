@@ -150,7 +150,7 @@ func TestRetryTransientFailures(t *testing.T) {
 			}
 			if tc.wantStatus == 200 {
 				recs := ul.waitFor(t, 1)
-				if len(recs) != 1 || recs[0].usage.promptTokens != 11 || recs[0].usage.completionTokens != 7 || recs[0].usage.estimated {
+				if len(recs) != 1 || recs[0].usage.PromptTokens != 11 || recs[0].usage.CompletionTokens != 7 || recs[0].usage.Estimated {
 					t.Fatalf("usage records = %+v, want one with 11/7 from the final attempt", recs)
 				}
 			}
@@ -239,9 +239,12 @@ func TestRetryWaitAbortedByClientCancel(t *testing.T) {
 	// The request's record is emitted when its handler returns: from then
 	// on no second attempt can be made, so the count is final.
 	var rec requestRecord
+	// The case binds a new variable: a receive assigned to an existing
+	// one ("case rec = <-ended") panics under Yaegi (reflect.Select:
+	// invalid Dir).
 	select {
-	case r := <-ended:
-		rec = r
+	case got := <-ended:
+		rec = got
 	case <-time.After(5 * time.Second):
 		t.Fatal("the request did not end after the client cancelled its retry wait")
 	}

@@ -124,8 +124,8 @@ func TestWatchdogUnit(t *testing.T) {
 			t.Fatal("context ended but watchdog does not report a stall")
 		}
 		e := exchangeFailure("p", wd, context.Background(), ctx.Err())
-		if e.status != 502 || e.code != "upstream_timeout" {
-			t.Fatalf("classified as %d %s", e.status, e.code)
+		if e.Status != 502 || e.Code != "upstream_timeout" {
+			t.Fatalf("classified as %d %s", e.Status, e.Code)
 		}
 	})
 	t.Run("stop_is_not_a_stall", func(t *testing.T) {

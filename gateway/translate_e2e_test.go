@@ -13,8 +13,8 @@ import (
 
 // End-to-end through the pipeline: an OpenAI-shaped client request to
 // anthropic- and gemini-type providers (fake upstreams replaying the
-// testdata transcripts), checking what reached the upstream and what
-// reached the client.
+// transcripts in internal/translate/testdata), checking what reached the
+// upstream and what reached the client.
 
 func translatedConfig(upURL, extra string) string {
 	return `{` + extra + `
@@ -39,8 +39,8 @@ func replayFile(t *testing.T, path, contentType string) http.HandlerFunc {
 }
 
 func translatedUpstream(t *testing.T) *fakeUpstream {
-	antStream := replayFile(t, "testdata/anthropic/text.sse", "text/event-stream")
-	gemStream := replayFile(t, "testdata/gemini/text.sse", "text/event-stream")
+	antStream := replayFile(t, "internal/translate/testdata/anthropic/text.sse", "text/event-stream")
+	gemStream := replayFile(t, "internal/translate/testdata/gemini/text.sse", "text/event-stream")
 	return newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.URL.Path == "/v1/messages" && strings.Contains(r.Header.Get("Accept"), "event-stream"):
@@ -112,7 +112,7 @@ func TestTranslatedAnthropicChat(t *testing.T) {
 		t.Fatal("stream request did not ask for an event stream")
 	}
 	recs := ul.waitFor(t, 2)
-	if !recs[0].usage.reported || recs[0].usage.promptTokens != 13 || recs[1].usage.promptTokens != 12 || recs[1].provider != "ant" || recs[1].model != "claude-x" {
+	if !recs[0].usage.Reported || recs[0].usage.PromptTokens != 13 || recs[1].usage.PromptTokens != 12 || recs[1].provider != "ant" || recs[1].model != "claude-x" {
 		t.Fatalf("usage records %+v", recs)
 	}
 }
@@ -157,13 +157,13 @@ func TestTranslatedGemini(t *testing.T) {
 	}
 
 	recs := ul.waitFor(t, 4)
-	if u := recs[0].usage; u.promptTokens != 4 || u.completionTokens != 3 {
+	if u := recs[0].usage; u.PromptTokens != 4 || u.CompletionTokens != 3 {
 		t.Fatalf("chat usage %+v", u)
 	}
-	if u := recs[2].usage; !u.estimated || recs[2].route != "embeddings" {
+	if u := recs[2].usage; !u.Estimated || recs[2].route != "embeddings" {
 		t.Fatalf("embeddings usage %+v", recs[2])
 	}
-	if u := recs[3].usage; u.promptTokens != 0 || u.estimated || recs[3].route != "images" {
+	if u := recs[3].usage; u.PromptTokens != 0 || u.Estimated || recs[3].route != "images" {
 		t.Fatalf("images usage %+v", recs[3])
 	}
 }

@@ -19,7 +19,9 @@ import (
 
 // Translated providers through the plugin: an anthropic and a gemini
 // provider backed by one mock upstream, driven by the official OpenAI Go
-// SDK with its stream accumulator.
+// SDK with its stream accumulator. The translators, the SSE codec and the
+// error type are the core's vendored sub-packages (gateway/internal/
+// translate, sse, apierr), interpreted like the root package.
 const (
 	translateAnthKey = "sk-ant-test"
 	translateGemKey  = "gem-test"

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"runtime"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 )
 
 // Body admission: a small semaphore held only while a unified or media
@@ -57,9 +59,9 @@ func (b *bodyAdmission) acquire() bool {
 func (b *bodyAdmission) release() { <-b.slots }
 
 func errBodyCapacity() *apiError {
-	e := newError(http.StatusServiceUnavailable, "server_error", "capacity",
+	e := apierr.New(http.StatusServiceUnavailable, "server_error", "capacity",
 		"the gateway is reading too many request bodies at once; retry shortly")
-	e.retryAfter = "1"
+	e.RetryAfter = "1"
 	return e
 }
 
@@ -84,7 +86,7 @@ func readRequestBody(r *http.Request, limit int64) ([]byte, *apiError) {
 	}
 	body, tooBig, err := readCapped(r.Body, limit)
 	if err != nil {
-		return nil, errBadRequest("unreadable_body", "could not read the request body")
+		return nil, apierr.BadRequest("unreadable_body", "could not read the request body")
 	}
 	if tooBig {
 		return nil, errTooLarge(limit)

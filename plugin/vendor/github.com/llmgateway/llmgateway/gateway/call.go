@@ -5,6 +5,9 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
+	"github.com/llmgateway/llmgateway/gateway/internal/translate"
 )
 
 // outbound is one upstream request a backend prepared for one candidate,
@@ -27,10 +30,10 @@ type outbound struct {
 	binary bool
 	// decode translates a whole 2xx answer to the hub shape and reads its
 	// usage; nil relays the upstream's body and relayed headers as is.
-	decode func(data []byte) ([]byte, usage, *apiError)
+	decode func(data []byte) ([]byte, translate.Usage, *apiError)
 	// translator builds the stream translator for an event-stream answer;
 	// nil relays the upstream's events as is (same wire shape).
-	translator func() streamTranslator
+	translator func() translate.StreamTranslator
 }
 
 // exchange is an upstream's 2xx answer. The caller must call done.
@@ -74,7 +77,7 @@ func (c *call) send() (*exchange, *outbound, *apiError) {
 			return x, o, nil
 		}
 		last, lastOut = e, o
-		if !e.policy().failover || c.r.Context().Err() != nil {
+		if !policy(e).failover || c.r.Context().Err() != nil {
 			break
 		}
 	}
@@ -89,7 +92,7 @@ func (c *call) tryCandidate(o *outbound, budget int) (*exchange, *apiError) {
 	var last *apiError
 	for retry := 0; ; retry++ {
 		if retry > 0 {
-			wait := g.cfg.retry.retryWait(retry, last.status, last.retryAfter)
+			wait := g.cfg.retry.retryWait(retry, last.Status, last.RetryAfter)
 			g.log.infof("retrying provider %q in %s (retry %d of %d): %s", o.provider.name, wait, retry, budget-1, last.Error())
 			if !sleepCtx(c.r.Context(), wait) {
 				return nil, exchangeFailure(o.provider.name, nil, c.r.Context(), c.r.Context().Err())
@@ -100,12 +103,12 @@ func (c *call) tryCandidate(o *outbound, budget int) (*exchange, *apiError) {
 		if e == nil {
 			return x, nil
 		}
-		if err := c.r.Context().Err(); err != nil && e.class != failClientCancel {
+		if err := c.r.Context().Err(); err != nil && e.Class != apierr.ClassClientCancel {
 			// The client left while the upstream answered: nobody reads
 			// that answer, and no retry is made for it.
 			return nil, exchangeFailure(o.provider.name, nil, c.r.Context(), err)
 		}
-		if !e.policy().retry || c.rec.attempts >= budget {
+		if !policy(e).retry || c.rec.attempts >= budget {
 			return nil, e
 		}
 		last = e
@@ -120,7 +123,7 @@ func (g *Gateway) attempt(r *http.Request, o *outbound) (*exchange, *apiError) {
 	req, err := http.NewRequestWithContext(ctx, o.method, o.url, bytes.NewReader(o.body))
 	if err != nil {
 		wd.stop()
-		return nil, upstreamFailure(failConnect, "could not build the request to provider \""+p.name+"\"", err)
+		return nil, upstreamFailure(apierr.ClassConnect, "could not build the request to provider \""+p.name+"\"", err)
 	}
 	if o.contentType != "" {
 		req.Header.Set("Content-Type", o.contentType)

@@ -17,6 +17,17 @@
 //	                            └─ anything else      ── next (passthroughUnknown) or 404 envelope
 //
 // Configuration is validated and compiled once by New (config_compile.go);
-// requests only read the compiled form. Errors are one type (apiError)
-// written in the OpenAI error envelope (errors.go).
+// requests only read the compiled form. Errors are one type
+// (apierr.Error, aliased apiError here) written in the OpenAI error
+// envelope (errors.go); failures.go maps each upstream failure class to
+// the status, retry and failover policy.
+//
+// This package is the pipeline. The leaves it calls, free of HTTP, are
+// sub-packages under internal/:
+//
+//	apierr     the error type and the upstream failure classes
+//	sse        the server-sent-events codec (parser, reader, framing)
+//	translate  the hub contract (Usage, StreamTranslator, ...) and the
+//	           OpenAI ⇄ Anthropic and OpenAI ⇄ Gemini translators
+//	store      counters and blobs, in memory or in Redis
 package gateway

@@ -3,6 +3,9 @@ package gateway
 import (
 	"bytes"
 	"net/http"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/sse"
+	"github.com/llmgateway/llmgateway/gateway/internal/translate"
 )
 
 // wireFormat is one client wire shape (an "inbound format"): everything
@@ -17,7 +20,7 @@ type wireFormat struct {
 	// envelope (status, headers, body).
 	writeError func(w http.ResponseWriter, e *apiError)
 	// frame appends one stream payload, framed for the wire, to dst.
-	frame func(dst []byte, p streamPayload) []byte
+	frame func(dst []byte, p translate.Payload) []byte
 	// streamEnd is written after the last payload of a stream that ended
 	// cleanly (OpenAI: "data: [DONE]"); streamEndName names it in errors.
 	streamEnd     []byte
@@ -27,7 +30,7 @@ type wireFormat struct {
 	streamError func(dst []byte, e *apiError) []byte
 	// isStreamEnd recognises the format's own terminator in a stream
 	// relayed from an upstream that speaks the same format.
-	isStreamEnd func(ev sseEvent) bool
+	isStreamEnd func(ev sse.Event) bool
 	// idPrefix starts the ids of responses the gateway builds itself.
 	idPrefix string
 	// readRequest validates a JSON request body and reads what the
@@ -48,23 +51,23 @@ var sseDone = []byte("data: [DONE]\n\n")
 var openAIFormat = &wireFormat{
 	name:       "openai",
 	writeError: writeOpenAIError,
-	frame: func(dst []byte, p streamPayload) []byte {
-		return appendSSEData(dst, p.data)
+	frame: func(dst []byte, p translate.Payload) []byte {
+		return sse.AppendData(dst, p.Data)
 	},
 	streamEnd:     sseDone,
 	streamEndName: "[DONE]",
 	streamError: func(dst []byte, e *apiError) []byte {
-		return appendSSEData(dst, openAIErrorJSON(e, false))
+		return sse.AppendData(dst, openAIErrorJSON(e, false))
 	},
-	isStreamEnd: func(ev sseEvent) bool {
-		return bytes.Equal(bytes.TrimSpace(ev.data), []byte("[DONE]"))
+	isStreamEnd: func(ev sse.Event) bool {
+		return bytes.Equal(bytes.TrimSpace(ev.Data), []byte("[DONE]"))
 	},
 	idPrefix:    "chatcmpl-",
 	readRequest: parseJSONRequest,
 }
 
 // framePayloads frames payloads in f's shape, appended to dst.
-func (f *wireFormat) framePayloads(dst []byte, payloads []streamPayload) []byte {
+func (f *wireFormat) framePayloads(dst []byte, payloads []translate.Payload) []byte {
 	for i := 0; i < len(payloads); i++ {
 		dst = f.frame(dst, payloads[i])
 	}

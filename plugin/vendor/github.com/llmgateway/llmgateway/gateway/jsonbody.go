@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 )
 
 // jsonRequest is a client's JSON request body, kept as the exact bytes
@@ -53,11 +55,11 @@ func parseTokenCap(value []byte) int64 {
 // string or bracket, not per byte.
 func parseJSONRequest(body []byte) (*jsonRequest, *apiError) {
 	if !json.Valid(body) {
-		return nil, errBadRequest("invalid_json", "request body is not valid JSON")
+		return nil, apierr.BadRequest("invalid_json", "request body is not valid JSON")
 	}
 	i := skipSpace(body, 0)
 	if i >= len(body) || body[i] != '{' {
-		return nil, errBadRequest("invalid_json", "request body must be a JSON object")
+		return nil, apierr.BadRequest("invalid_json", "request body must be a JSON object")
 	}
 	req := &jsonRequest{raw: body, modelStart: -1, maxTokensKeyStart: -1}
 	i = skipSpace(body, i+1)
@@ -100,21 +102,21 @@ func parseJSONRequest(body []byte) (*jsonRequest, *apiError) {
 		}
 	}
 	if req.modelStart < 0 || req.model == "" {
-		return nil, errBadRequest("missing_model", `request body needs a non-empty "model" field`)
+		return nil, apierr.BadRequest("missing_model", `request body needs a non-empty "model" field`)
 	}
 	return req, nil
 }
 
 func (j *jsonRequest) setModel(key string, start, end int) *apiError {
 	if key != "model" {
-		return errBadRequest("invalid_request", `request body has a "`+key+`" field; the model field is spelled "model"`)
+		return apierr.BadRequest("invalid_request", `request body has a "`+key+`" field; the model field is spelled "model"`)
 	}
 	if j.modelStart >= 0 {
-		return errBadRequest("invalid_request", `request body has more than one "model" field`)
+		return apierr.BadRequest("invalid_request", `request body has more than one "model" field`)
 	}
 	var model string
 	if err := json.Unmarshal(j.raw[start:end], &model); err != nil {
-		return errBadRequest("invalid_model", `"model" must be a string`)
+		return apierr.BadRequest("invalid_model", `"model" must be a string`)
 	}
 	j.model, j.modelStart, j.modelEnd = model, start, end
 	return nil

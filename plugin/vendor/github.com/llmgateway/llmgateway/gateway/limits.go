@@ -11,7 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 	"github.com/llmgateway/llmgateway/gateway/internal/store"
+	"github.com/llmgateway/llmgateway/gateway/internal/translate"
 )
 
 // Limits and accounting: fixed UTC windows, counted per scope (the user,
@@ -228,9 +230,9 @@ func newLimiter(counters store.Counter, fallback *store.Memory, failOpen bool, n
 
 // errStoreUnavailable is the 503 when Redis fails and failOpen is false.
 func errStoreUnavailable() *apiError {
-	e := newError(http.StatusServiceUnavailable, "server_error", "limits_store_unavailable",
+	e := apierr.New(http.StatusServiceUnavailable, "server_error", "limits_store_unavailable",
 		"the limits store is unreachable; retry shortly")
-	e.retryAfter = "1"
+	e.RetryAfter = "1"
 	return e
 }
 
@@ -293,7 +295,7 @@ func (l *limiter) checkAndCount(ctx context.Context, scopes []limitScope) *apiEr
 	counts, values, err := l.run(ctx, incrs, gets)
 	if err != nil {
 		if ctx.Err() != nil {
-			return upstreamFailure(failClientCancel, "client closed the request", err)
+			return upstreamFailure(apierr.ClassClientCancel, "client closed the request", err)
 		}
 		return errStoreUnavailable()
 	}
@@ -351,13 +353,13 @@ func errLimitExceeded(s *limitScope, limit string, value int64, w *window, now t
 		what = "cost"
 		shown = "$" + strconv.FormatFloat(float64(value)/1e6, 'f', -1, 64)
 	}
-	e := newError(http.StatusTooManyRequests, "rate_limit_error", "rate_limit_exceeded",
+	e := apierr.New(http.StatusTooManyRequests, "rate_limit_error", "rate_limit_exceeded",
 		s.name()+" is over its "+limit+" limit ("+shown+" "+what+")")
 	secs := int64(math.Ceil(w.end(now).Sub(now).Seconds()))
 	if secs < 1 {
 		secs = 1
 	}
-	e.retryAfter = strconv.FormatInt(secs, 10)
+	e.RetryAfter = strconv.FormatInt(secs, 10)
 	return e
 }
 
@@ -382,12 +384,12 @@ func (l *limiter) countRejection(ctx context.Context, scopes []limitScope, refus
 // account adds a finished request's tokens and cost to every scope's
 // hour, day and month windows. One store round trip; nothing when there
 // is nothing to add.
-func (l *limiter) account(ctx context.Context, scopes []limitScope, u usage, costMicros int64) {
+func (l *limiter) account(ctx context.Context, scopes []limitScope, u translate.Usage, costMicros int64) {
 	b := bucketsAt(l.now())
 	metrics := []struct {
 		name  string
 		delta int64
-	}{{"tokin", u.promptTokens}, {"tokout", u.completionTokens}, {"cost", costMicros}}
+	}{{"tokin", u.PromptTokens}, {"tokout", u.CompletionTokens}, {"cost", costMicros}}
 	var incrs []store.Incr
 	for i := 0; i < len(scopes); i++ {
 		for m := 0; m < len(metrics); m++ {

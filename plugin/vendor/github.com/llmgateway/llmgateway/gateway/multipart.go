@@ -13,6 +13,8 @@ import (
 	"net/textproto"
 	"strconv"
 	"strings"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 )
 
 // Limits on a multipart/form-data request (audio/transcriptions). The
@@ -82,9 +84,9 @@ func rewriteMultipartModel(contentType string, body []byte, model string) ([]byt
 	}
 	boundary, err := newMultipartBoundary(body, model)
 	if err != nil {
-		e := newError(http.StatusInternalServerError, "server_error", "internal_error",
+		e := apierr.New(http.StatusInternalServerError, "server_error", "internal_error",
 			"could not build the multipart request body")
-		e.cause = err
+		e.Cause = err
 		return nil, "", e
 	}
 	size := len(body) + len(model) + (len(form.parts)+1)*(len(boundary)+8)
@@ -130,8 +132,8 @@ func (f *multipartForm) value(i int) []byte {
 }
 
 func errInvalidMultipart(message string, cause error) *apiError {
-	e := errBadRequest("invalid_multipart", message)
-	e.cause = cause
+	e := apierr.BadRequest("invalid_multipart", message)
+	e.Cause = cause
 	return e
 }
 
@@ -140,12 +142,12 @@ func errInvalidMultipart(message string, cause error) *apiError {
 func multipartBoundary(contentType string) (string, *apiError) {
 	mediaType, params, err := mime.ParseMediaType(contentType)
 	if err != nil || mediaType != "multipart/form-data" {
-		return "", errBadRequest("invalid_content_type",
+		return "", apierr.BadRequest("invalid_content_type",
 			"request body must be multipart/form-data (Content-Type: multipart/form-data; boundary=...)")
 	}
 	boundary, ok := params["boundary"]
 	if !ok || !validBoundary(boundary) {
-		return "", errBadRequest("invalid_content_type",
+		return "", apierr.BadRequest("invalid_content_type",
 			"multipart/form-data Content-Type needs a boundary of 1 to 70 characters")
 	}
 	return boundary, nil
@@ -219,7 +221,7 @@ func parseMultipartForm(contentType string, body []byte) (*multipartForm, *apiEr
 		}
 	}
 	if form.model < 0 || form.parts[form.model].bodyEnd == form.parts[form.model].bodyStart {
-		return nil, errBadRequest("missing_model", `multipart body needs a non-empty "model" form field`)
+		return nil, apierr.BadRequest("missing_model", `multipart body needs a non-empty "model" form field`)
 	}
 	return form, nil
 }
@@ -244,30 +246,30 @@ func (f *multipartForm) checkPart(i int, h textproto.MIMEHeader) *apiError {
 		return nil
 	}
 	if name != "model" {
-		return errBadRequest("invalid_request", `multipart body has a "`+name+`" field; the model field is spelled "model"`)
+		return apierr.BadRequest("invalid_request", `multipart body has a "`+name+`" field; the model field is spelled "model"`)
 	}
 	if f.model >= 0 {
-		return errBadRequest("duplicate_model", `multipart body has more than one "model" form field`)
+		return apierr.BadRequest("duplicate_model", `multipart body has more than one "model" form field`)
 	}
 	f.model = i
 	_, hasFilename := params["filename"]
 	_, hasFilenameExt := params["filename*"]
 	if disposition != "form-data" || hasFilename || hasFilenameExt {
-		return errBadRequest("invalid_model", `the "model" field must be a plain form-data field, not a file`)
+		return apierr.BadRequest("invalid_model", `the "model" field must be a plain form-data field, not a file`)
 	}
 	if len(h.Values("Content-Length")) > 0 {
-		return errBadRequest("invalid_model", `the "model" form field must not carry a Content-Length header`)
+		return apierr.BadRequest("invalid_model", `the "model" form field must not carry a Content-Length header`)
 	}
 	cte := h.Values("Content-Transfer-Encoding")
 	for j := 0; j < len(cte); j++ {
 		switch strings.ToLower(strings.TrimSpace(cte[j])) {
 		case "7bit", "8bit", "binary":
 		default:
-			return errBadRequest("invalid_model", `the "model" form field must not use a Content-Transfer-Encoding`)
+			return apierr.BadRequest("invalid_model", `the "model" form field must not use a Content-Transfer-Encoding`)
 		}
 	}
 	if len(f.value(i)) > maxMultipartModelBytes {
-		return errBadRequest("invalid_model", `the "model" form field exceeds `+formatBytes(maxMultipartModelBytes))
+		return apierr.BadRequest("invalid_model", `the "model" form field exceeds `+formatBytes(maxMultipartModelBytes))
 	}
 	return nil
 }

@@ -5,6 +5,9 @@ import (
 	"encoding/hex"
 	"net/http"
 	"time"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
+	"github.com/llmgateway/llmgateway/gateway/internal/translate"
 )
 
 // call is one metered request's state, created per request and never
@@ -141,7 +144,7 @@ func (g *Gateway) resolveModel(user *userRuntime, id string) (modelRoute, *apiEr
 		return modelRoute{}, e
 	}
 	if !user.canUseRoute(target) {
-		return modelRoute{}, newError(http.StatusForbidden, "permission_error", "model_not_allowed",
+		return modelRoute{}, apierr.New(http.StatusForbidden, "permission_error", "model_not_allowed",
 			"model \""+id+"\" is not available to your group")
 	}
 	allowed := make([]candidate, 0, len(target.candidates))
@@ -158,7 +161,7 @@ func (g *Gateway) resolveModel(user *userRuntime, id string) (modelRoute, *apiEr
 // reject ends the request with the gateway's own refusal (written
 // through the route's format, not logged as a failure).
 func (c *call) reject(e *apiError) {
-	c.rec.wroteHeader(e.status)
+	c.rec.wroteHeader(e.Status)
 	c.rec.noteError(e)
 	c.format.writeError(c.w, e)
 }
@@ -166,7 +169,7 @@ func (c *call) reject(e *apiError) {
 // fail logs an upstream-side failure and writes it, unless the client
 // already went away.
 func (c *call) fail(e *apiError) {
-	if e.status == 499 {
+	if e.Status == 499 {
 		c.rec.noteError(e)
 		c.g.log.infof("client closed the request: %s %s", c.r.Method, c.r.URL.Path)
 		return
@@ -176,18 +179,18 @@ func (c *call) fail(e *apiError) {
 }
 
 // translateContext builds the response translators' context.
-func (c *call) translateContext(upstreamModel string) translateContext {
-	return translateContext{
-		requestedModel: c.req.model,
-		upstreamModel:  upstreamModel,
-		created:        time.Now().Unix(),
-		includeUsage:   c.req.includeUsage,
-		idFallback:     c.format.idPrefix + randomHex(12),
+func (c *call) translateContext(upstreamModel string) translate.Context {
+	return translate.Context{
+		RequestedModel: c.req.model,
+		UpstreamModel:  upstreamModel,
+		Created:        time.Now().Unix(),
+		IncludeUsage:   c.req.includeUsage,
+		IDFallback:     c.format.idPrefix + randomHex(12),
 	}
 }
 
 func errNotSupported(p *providerRuntime, rt *route) *apiError {
-	return newError(http.StatusNotImplemented, "invalid_request_error", "provider_not_supported",
+	return apierr.New(http.StatusNotImplemented, "invalid_request_error", "provider_not_supported",
 		"provider \""+p.name+"\" is of type "+p.kind+", which has no "+rt.path+" endpoint")
 }
 

@@ -3,6 +3,9 @@ package gateway
 import (
 	"context"
 	"time"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
+	"github.com/llmgateway/llmgateway/gateway/internal/translate"
 )
 
 // requestRecord is what happened to one metered request, filled in by
@@ -44,21 +47,21 @@ type requestRecord struct {
 	firstByte time.Time
 	ttfb      time.Duration
 	latency   time.Duration
-	usage     usage  // as accounted (reported, estimated, or none)
-	cache     string // "hit", "miss", or "" when the request was not cacheable
+	usage     translate.Usage // as accounted (reported, estimated, or none)
+	cache     string          // "hit", "miss", or "" when the request was not cacheable
 }
 
 // noteError records e as the request's error: the first error wins, and
 // the status is the one the client saw (a stream's 200 stays).
 func (r *requestRecord) noteError(e *apiError) {
 	if r.errorCode == "" {
-		r.errorCode = e.code
-		if e.class != failNone {
-			r.errorClass = e.policy().name
+		r.errorCode = e.Code
+		if e.Class != apierr.ClassNone {
+			r.errorClass = policy(e).name
 		}
 	}
 	if r.statusCode == 0 {
-		r.statusCode = e.status
+		r.statusCode = e.Status
 	}
 }
 
@@ -86,8 +89,8 @@ func (c *call) account(out *outcome) {
 	u := out.usage
 	switch {
 	case !c.route.priced:
-		u = usage{}
-	case !u.reported && !out.streamed && out.err == nil && out.status >= 200 && out.status <= 299:
+		u = translate.Usage{}
+	case !u.Reported && !out.streamed && out.err == nil && out.status >= 200 && out.status <= 299:
 		u = estimateUsage(out.requestBytes)
 	}
 	c.rec.usage = u
@@ -112,8 +115,8 @@ func (g *Gateway) emitRecord(rec *requestRecord) {
 }
 
 // accountUsage adds u's tokens and cost to every scope of user.
-func (g *Gateway) accountUsage(user *userRuntime, provider, model string, u usage) {
-	if user == nil || len(user.scopes) == 0 || (u.promptTokens == 0 && u.completionTokens == 0) {
+func (g *Gateway) accountUsage(user *userRuntime, provider, model string, u translate.Usage) {
+	if user == nil || len(user.scopes) == 0 || (u.PromptTokens == 0 && u.CompletionTokens == 0) {
 		return
 	}
 	cost := g.costOf(provider, model, u)
@@ -124,6 +127,6 @@ func (g *Gateway) accountUsage(user *userRuntime, provider, model string, u usag
 
 // estimateUsage is the fallback for an answer read whole without usage:
 // ceil(request bytes / 4) prompt tokens.
-func estimateUsage(requestBytes int) usage {
-	return usage{promptTokens: int64((requestBytes + 3) / 4), estimated: true}
+func estimateUsage(requestBytes int) translate.Usage {
+	return translate.Usage{PromptTokens: int64((requestBytes + 3) / 4), Estimated: true}
 }

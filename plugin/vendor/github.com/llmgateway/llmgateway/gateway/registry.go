@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 )
 
 // modelRegistry answers "which provider serves this model id". It is an
@@ -93,7 +95,7 @@ func (r *modelRegistry) route(id string) (modelRoute, *apiError) {
 	if target, isAlias := r.aliases[id]; isAlias {
 		route, ok := r.resolve(target)
 		if !ok {
-			return modelRoute{}, newError(http.StatusNotFound, "invalid_request_error", "model_not_found",
+			return modelRoute{}, apierr.New(http.StatusNotFound, "invalid_request_error", "model_not_found",
 				"model alias \""+id+"\" points at \""+target+"\", which no configured provider serves")
 		}
 		route.alias = id
@@ -101,7 +103,7 @@ func (r *modelRegistry) route(id string) (modelRoute, *apiError) {
 	}
 	route, ok := r.resolve(id)
 	if !ok {
-		return modelRoute{}, newError(http.StatusNotFound, "invalid_request_error", "model_not_found",
+		return modelRoute{}, apierr.New(http.StatusNotFound, "invalid_request_error", "model_not_found",
 			"model \""+id+"\" is not served by this gateway")
 	}
 	return route, nil

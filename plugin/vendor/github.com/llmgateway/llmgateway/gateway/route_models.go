@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 )
 
 // modelObject is one entry of GET /v1/models.
@@ -98,7 +100,7 @@ func usdPerM(c metaCost) *float64 {
 func writeJSON(w http.ResponseWriter, status int, v interface{}) {
 	data, err := json.Marshal(v)
 	if err != nil {
-		defaultFormat.writeError(w, newError(http.StatusInternalServerError, "server_error", "internal_error", "could not encode the response"))
+		defaultFormat.writeError(w, apierr.New(http.StatusInternalServerError, "server_error", "internal_error", "could not encode the response"))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

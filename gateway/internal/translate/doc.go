@@ -1,0 +1,36 @@
+// Package translate holds the translators between the gateway's hub
+// shape and the providers that do not speak it, and the contract the
+// pipeline drives them through.
+//
+// The hub shape is OpenAI chat (and OpenAI embeddings and images); a
+// translator is a set of pure functions over bytes:
+//
+//	request:  hub JSON (the client's OpenAI request) → the backend's JSON
+//	response: the backend's JSON → hub JSON (+ Usage)
+//	stream:   the backend's SSE events → hub payloads (chunk JSON), one
+//	          upstream event at a time, never buffering the whole stream
+//
+// The pipeline (package gateway) owns HTTP, retry, the watchdog, size
+// caps, framing and error writing; translators own only the shapes.
+// Errors are *apierr.Error: a 400 for a client request a backend cannot
+// express, a 502 for a provider answer that cannot be read.
+//
+// Files:
+//
+//	contract.go          Usage, Context, Payload, StreamTranslator
+//	usage.go             UsageFromJSON: every provider's usage fields
+//	hub_wire.go          the hub (OpenAI) wire structs the translators write
+//	jsonutil.go          reading the client's JSON one field at a time
+//	dataurl.go           data: URLs, as both translators read them
+//	hub_anthropic*.go    hub ⇄ Anthropic Messages: AnthropicChatRequest,
+//	                     AnthropicChatResponse, NewAnthropicStream
+//	hub_gemini*.go       hub ⇄ Gemini: GeminiChatRequest,
+//	                     GeminiChatResponse, NewGeminiStream, and
+//	                     embeddings and images (hub_gemini_media.go)
+//
+// The golden transcripts under testdata/ are recorded provider streams
+// and what an OpenAI client receives for them (go test -update rewrites
+// the goldens). Like the rest of the core the package is standard
+// library only and interpreted by Yaegi inside Traefik: wire structs are
+// plain exported fields, no named results, no generics.
+package translate

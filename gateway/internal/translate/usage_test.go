@@ -1,0 +1,34 @@
+package translate
+
+import "testing"
+
+func TestUsageFromJSON(t *testing.T) {
+	cases := []struct {
+		name, doc                     string
+		prompt, completion, cacheRead int64
+		reported                      bool
+	}{
+		{"openai", `{"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15,"prompt_tokens_details":{"cached_tokens":4}}}`, 10, 5, 4, true},
+		{"openai null", `{"usage":null}`, 0, 0, 0, false},
+		{"anthropic", `{"usage":{"input_tokens":10,"output_tokens":3,"cache_creation_input_tokens":100,"cache_read_input_tokens":1000}}`, 1110, 3, 1000, true},
+		{"anthropic message_start", `{"type":"message_start","message":{"usage":{"input_tokens":7,"output_tokens":1}}}`, 7, 1, 0, true},
+		{"gemini", `{"usageMetadata":{"promptTokenCount":12,"candidatesTokenCount":4,"thoughtsTokenCount":6,"cachedContentTokenCount":2}}`, 12, 10, 2, true},
+		{"none", `{"choices":[]}`, 0, 0, 0, false},
+		{"not json", `usage`, 0, 0, 0, false},
+	}
+	for _, tc := range cases {
+		var u Usage
+		UsageFromJSON([]byte(tc.doc), &u)
+		if u.PromptTokens != tc.prompt || u.CompletionTokens != tc.completion || u.CacheReadTokens != tc.cacheRead || u.Reported != tc.reported {
+			t.Errorf("%s: got %+v", tc.name, u)
+		}
+	}
+	// Anthropic's stream splits usage: message_delta's output count
+	// overrides message_start's, its absent input count keeps the start's.
+	var u Usage
+	UsageFromJSON([]byte(`{"type":"message_start","message":{"usage":{"input_tokens":7,"cache_read_input_tokens":3,"output_tokens":1}}}`), &u)
+	UsageFromJSON([]byte(`{"type":"message_delta","usage":{"output_tokens":42}}`), &u)
+	if u.PromptTokens != 10 || u.CompletionTokens != 42 {
+		t.Fatalf("anthropic stream fold: %+v", u)
+	}
+}

@@ -1,0 +1,179 @@
+package translate
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
+	"github.com/llmgateway/llmgateway/gateway/internal/sse"
+)
+
+// Anthropic Messages event stream → hub chat.completion.chunk payloads:
+// the role chunk first; a content chunk per text_delta; for a tool_use
+// block a first fragment (id, name) then one per input_json_delta; the
+// finish chunk at the first message_delta (or at message_stop when none
+// came); at message_stop the usage chunk when the client asked for it.
+// An error event ends the stream with a 502; an end before message_stop
+// is a 502 upstream_stream_truncated.
+
+// anthropicStream translates one Anthropic event stream; it is created
+// per request and never shared.
+type anthropicStream struct {
+	tc         Context
+	id         string
+	started    bool        // the role chunk went out
+	toolIndex  map[int]int // Anthropic block index → tool_calls index
+	nextTool   int
+	finishSent bool
+	stopped    bool // message_stop arrived; the stream is complete
+	raw        Usage
+}
+
+var _ StreamTranslator = (*anthropicStream)(nil)
+
+// NewAnthropicStream returns the translator for one Anthropic stream.
+func NewAnthropicStream(tc Context) StreamTranslator {
+	return &anthropicStream{tc: tc, id: tc.IDFallback, toolIndex: map[int]int{}}
+}
+
+// anthropicEventType names an event by its "event:" field, or by the
+// data's "type" when the field is missing.
+func anthropicEventType(ev sse.Event) string {
+	if ev.Name != "" {
+		return ev.Name
+	}
+	var head struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal(ev.Data, &head)
+	return head.Type
+}
+
+// Event translates one upstream event. Events after message_stop are
+// ignored, and so are ping, content_block_stop and unknown events.
+func (s *anthropicStream) Event(ev sse.Event, out []Payload) ([]Payload, *apierr.Error) {
+	if s.stopped {
+		return out, nil
+	}
+	kind := anthropicEventType(ev)
+	switch kind {
+	case "message_start", "content_block_start", "content_block_delta", "message_delta", "error":
+	case "message_stop":
+		return s.stop(out), nil
+	default: // ping, content_block_stop and unknown events
+		return out, nil
+	}
+	var data anthropicWireEvent
+	if err := json.Unmarshal(ev.Data, &data); err != nil {
+		return out, anthropicBadResponse(kind+" event", err)
+	}
+	switch kind {
+	case "message_start":
+		if data.Message == nil {
+			return out, anthropicBadResponse("message_start event", nil)
+		}
+		if data.Message.ID != "" {
+			s.id = data.Message.ID
+		}
+		data.Message.Usage.addTo(&s.raw)
+		return s.start(out), nil
+	case "content_block_start":
+		if data.ContentBlock == nil || data.ContentBlock.Type != "tool_use" {
+			return out, nil
+		}
+		k := s.nextTool
+		s.nextTool++
+		s.toolIndex[data.Index] = k
+		call := hubToolCall{Index: &k, ID: data.ContentBlock.ID, Type: "function",
+			Function: hubFunction{Name: data.ContentBlock.Name}}
+		return append(s.start(out), s.chunk(hubDelta{ToolCalls: []hubToolCall{call}}, nil)), nil
+	case "content_block_delta":
+		return s.blockDelta(out, &data)
+	case "message_delta":
+		data.Usage.addTo(&s.raw)
+		if s.finishSent {
+			return out, nil
+		}
+		var stopReason *string
+		if data.Delta != nil {
+			stopReason = data.Delta.StopReason
+		}
+		return s.finishChunk(out, anthropicFinishReason(stopReason)), nil
+	}
+	e := anthropicStreamError(data.Error)
+	e.Upstream = apierr.EmbedUpstream(ev.Data)
+	return out, e
+}
+
+// start appends the role chunk to out unless that already went out.
+func (s *anthropicStream) start(out []Payload) []Payload {
+	if s.started {
+		return out
+	}
+	s.started = true
+	empty := ""
+	return append(out, s.chunk(hubDelta{Role: "assistant", Content: &empty}, nil))
+}
+
+// blockDelta translates a content_block_delta: text and the arguments
+// of a tool_use block; thinking, signature and citation deltas are
+// dropped.
+func (s *anthropicStream) blockDelta(out []Payload, data *anthropicWireEvent) ([]Payload, *apierr.Error) {
+	if data.Delta == nil {
+		return out, anthropicBadResponse("content_block_delta event", nil)
+	}
+	switch data.Delta.Type {
+	case "text_delta":
+		if data.Delta.Text == "" {
+			return out, nil
+		}
+		text := data.Delta.Text
+		return append(s.start(out), s.chunk(hubDelta{Content: &text}, nil)), nil
+	case "input_json_delta":
+		k, ok := s.toolIndex[data.Index]
+		if !ok || data.Delta.PartialJSON == "" {
+			return out, nil
+		}
+		call := hubToolCall{Index: &k, Function: hubFunction{Arguments: data.Delta.PartialJSON}}
+		return append(s.start(out), s.chunk(hubDelta{ToolCalls: []hubToolCall{call}}, nil)), nil
+	}
+	return out, nil // thinking_delta, signature_delta, citations_delta
+}
+
+// finishChunk appends the chunk carrying finish_reason reason.
+func (s *anthropicStream) finishChunk(out []Payload, reason string) []Payload {
+	s.finishSent = true
+	return append(s.start(out), s.chunk(hubDelta{}, &reason))
+}
+
+// stop ends the stream: the finish chunk if message_delta never sent
+// one, then the usage chunk when the client asked for it.
+func (s *anthropicStream) stop(out []Payload) []Payload {
+	if !s.finishSent {
+		out = s.finishChunk(out, "stop")
+	}
+	if s.tc.IncludeUsage {
+		out = append(out, hubUsagePayload(s.tc, s.id, newHubUsage(s.Usage())))
+	}
+	s.stopped = true
+	return out
+}
+
+// chunk is the payload of a chunk carrying delta.
+func (s *anthropicStream) chunk(delta hubDelta, finish *string) Payload {
+	return hubDeltaPayload(s.tc, s.id, delta, finish)
+}
+
+// Finish reports a stream that ended before message_stop.
+func (s *anthropicStream) Finish(out []Payload) ([]Payload, *apierr.Error) {
+	if s.stopped {
+		return out, nil
+	}
+	return out, apierr.New(http.StatusBadGateway, "server_error", "upstream_stream_truncated",
+		"stream from anthropic-type provider ended before message_stop")
+}
+
+// Usage is the usage folded from message_start and message_delta.
+func (s *anthropicStream) Usage() Usage {
+	return anthropicUsageTotals(s.raw)
+}

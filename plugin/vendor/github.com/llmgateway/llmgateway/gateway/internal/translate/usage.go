@@ -1,0 +1,87 @@
+package translate
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// wireUsage holds every provider's usage field names; one decode reads
+// whichever the body has.
+type wireUsage struct {
+	// OpenAI
+	PromptTokens        *int64 `json:"prompt_tokens"`
+	CompletionTokens    int64  `json:"completion_tokens"`
+	PromptTokensDetails *struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	// Anthropic
+	InputTokens              *int64 `json:"input_tokens"`
+	OutputTokens             *int64 `json:"output_tokens"`
+	CacheCreationInputTokens int64  `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64  `json:"cache_read_input_tokens"`
+	// Gemini (usageMetadata)
+	PromptTokenCount        *int64 `json:"promptTokenCount"`
+	CandidatesTokenCount    int64  `json:"candidatesTokenCount"`
+	ThoughtsTokenCount      int64  `json:"thoughtsTokenCount"`
+	CachedContentTokenCount int64  `json:"cachedContentTokenCount"`
+}
+
+// usageEnvelope is where usage sits in a response or stream event of
+// each provider type.
+type usageEnvelope struct {
+	Usage         *wireUsage `json:"usage"`
+	UsageMetadata *wireUsage `json:"usageMetadata"`
+	Message       *struct {
+		Usage *wireUsage `json:"usage"`
+	} `json:"message"` // Anthropic message_start
+}
+
+// UsageFromJSON reads the usage a provider reported in one JSON document
+// (a whole response or one stream event) and merges it into u. Anthropic
+// streams split usage over message_start and message_delta; a later
+// field overrides an earlier one. The pipeline reads the usage of the
+// answers it relays untranslated (openai-type providers, passthrough)
+// with it.
+func UsageFromJSON(data []byte, u *Usage) {
+	if !bytes.Contains(data, []byte(`sage`)) { // "usage" or "usageMetadata"
+		return
+	}
+	var env usageEnvelope
+	if json.Unmarshal(data, &env) != nil {
+		return
+	}
+	wu := env.Usage
+	if wu == nil {
+		wu = env.UsageMetadata
+	}
+	if wu == nil && env.Message != nil {
+		wu = env.Message.Usage
+	}
+	if wu == nil {
+		return
+	}
+	switch {
+	case wu.PromptTokens != nil:
+		u.PromptTokens = *wu.PromptTokens
+		u.CompletionTokens = wu.CompletionTokens
+		if wu.PromptTokensDetails != nil {
+			u.CacheReadTokens = wu.PromptTokensDetails.CachedTokens
+		}
+		u.Reported = true
+	case wu.PromptTokenCount != nil:
+		u.PromptTokens = *wu.PromptTokenCount
+		u.CompletionTokens = wu.CandidatesTokenCount + wu.ThoughtsTokenCount
+		u.CacheReadTokens = wu.CachedContentTokenCount
+		u.Reported = true
+	case wu.InputTokens != nil || wu.OutputTokens != nil:
+		if wu.InputTokens != nil {
+			u.CacheCreationTokens = wu.CacheCreationInputTokens
+			u.CacheReadTokens = wu.CacheReadInputTokens
+			u.PromptTokens = *wu.InputTokens + wu.CacheCreationInputTokens + wu.CacheReadInputTokens
+		}
+		if wu.OutputTokens != nil {
+			u.CompletionTokens = *wu.OutputTokens
+		}
+		u.Reported = true
+	}
+}
