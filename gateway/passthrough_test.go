@@ -250,6 +250,11 @@ func TestPassthroughBodyTooLarge(t *testing.T) {
 			}
 			if tc.size > maxPassthroughRequestBytes {
 				expectEnvelope(t, resp, body, 413, "invalid_request_error", "request_too_large")
+				// The unread rest of the body makes the connection
+				// unusable: the client is told not to reuse it.
+				if !resp.Close {
+					t.Fatalf("413 without Connection: close (headers %v)", resp.Header)
+				}
 				return
 			}
 			if resp.StatusCode != 200 || body != strconv.Itoa(tc.size) {
