@@ -5,16 +5,23 @@
 // Example). It is standard-library only and avoids every construct Yaegi
 // v0.16.1 cannot run.
 //
-// A request flows through one pipeline:
+// ServeHTTP reads like the route table (routes.go): a metered route from
+// the table, then /v1/models, then native passthrough to a configured
+// provider, then next (passthroughUnknown) or a 404. Every metered
+// request walks the same stages (pipeline.go), whatever its route:
 //
-//	ServeHTTP ── path dispatch ─┬─ /v1/chat/completions ┐
-//	                            ├─ /v1/embeddings       ├─ authenticate → read body (cap)
-//	                            │                       │  → locate "model" → resolve + authorize
-//	                            │                       │  → call provider (progress watchdog)
-//	                            │                       └─ → relay JSON / SSE event by event
-//	                            ├─ /v1/models[/{id}]  ── authenticate → list what the caller may use
-//	                            ├─ /{provider}/...    ── authenticate → authorize → reverse proxy
-//	                            └─ anything else      ── next (passthroughUnknown) or 404 envelope
+//	identify → admit the body → resolve candidates → authorize → limit
+//	  → cache → call (candidates under one attempt budget; retry,
+//	    watchdog, caps) → respond → account → record
+//
+// A route is data: its path, method, inbound wire format (format.go:
+// error envelope, stream framing, mid-stream errors, request reading),
+// operation, body cap, and whether it is cacheable and priced. A provider
+// type's backend (backends.go) prepares the outbound request for one
+// candidate and says how its answer is read; it never writes to the
+// client. The pipeline alone writes the answer (respond.go), settles
+// usage and saves the cache once (record.go, cache_stage.go) and emits
+// one request record per request.
 //
 // Configuration is validated and compiled once by New (config_compile.go);
 // requests only read the compiled form. Errors are one type

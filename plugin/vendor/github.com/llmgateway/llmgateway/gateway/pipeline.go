@@ -163,6 +163,11 @@ func (g *Gateway) resolveModel(user *userRuntime, id string) (modelRoute, *apiEr
 func (c *call) reject(e *apiError) {
 	c.rec.wroteHeader(e.Status)
 	c.rec.noteError(e)
+	if e.Status == http.StatusRequestEntityTooLarge {
+		// The rest of the body is never read: the connection cannot carry
+		// another request, and the client must not try to reuse it.
+		c.w.Header().Set("Connection", "close")
+	}
 	c.format.writeError(c.w, e)
 }
 
