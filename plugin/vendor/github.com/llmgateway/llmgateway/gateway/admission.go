@@ -65,18 +65,23 @@ func errBodyCapacity() *apiError {
 	return e
 }
 
-// readAdmitted reads a JSON body under a body-admission slot and has the
-// route's wire format read it.
-func (g *Gateway) readAdmitted(r *http.Request, limit int64, f *wireFormat) (*jsonRequest, *apiError) {
+// readAdmitted reads the route's request body whole under a
+// body-admission slot (413 over the route's cap) and reads what the
+// pipeline needs from it: a JSON body through the route's wire format; a
+// multipart body (transcriptions) by locating its single model field.
+func (g *Gateway) readAdmitted(r *http.Request, rt *route) (*jsonRequest, *apiError) {
 	if !g.admission.acquire() {
 		return nil, errBodyCapacity()
 	}
 	defer g.admission.release()
-	body, e := readRequestBody(r, limit)
+	body, e := readRequestBody(r, rt.maxBodyBytes)
 	if e != nil {
 		return nil, e
 	}
-	return f.readRequest(body)
+	if rt.body == bodyMultipart {
+		return multipartRequest(r.Header.Get("Content-Type"), body)
+	}
+	return rt.format.readRequest(body)
 }
 
 // readRequestBody reads the whole body, refusing one over limit with 413.
@@ -94,20 +99,11 @@ func readRequestBody(r *http.Request, limit int64) ([]byte, *apiError) {
 	return body, nil
 }
 
-// readTranscription reads the multipart body (up to limit, 413 over it)
-// and finds its single model field, under a body-admission slot. The
+// multipartRequest finds a multipart body's single model field. The
 // result is a jsonRequest in name only: raw is the multipart body, model
 // its model field, and nothing in it may be spliced (withModel).
-func (g *Gateway) readTranscription(r *http.Request, limit int64) (*jsonRequest, *apiError) {
-	if !g.admission.acquire() {
-		return nil, errBodyCapacity()
-	}
-	defer g.admission.release()
-	body, e := readRequestBody(r, limit)
-	if e != nil {
-		return nil, e
-	}
-	model, e := transcriptionModel(r.Header.Get("Content-Type"), body)
+func multipartRequest(contentType string, body []byte) (*jsonRequest, *apiError) {
+	model, e := transcriptionModel(contentType, body)
 	if e != nil {
 		return nil, e
 	}

@@ -83,13 +83,7 @@ func (c *call) identify() bool {
 // admitBody reads the request body under a body-admission slot: the
 // whole body up to the route's cap, validated and its model located.
 func (c *call) admitBody() bool {
-	var req *jsonRequest
-	var e *apiError
-	if c.route.body == bodyMultipart {
-		req, e = c.g.readTranscription(c.r, c.route.maxBodyBytes)
-	} else {
-		req, e = c.g.readAdmitted(c.r, c.route.maxBodyBytes, c.format)
-	}
+	req, e := c.g.readAdmitted(c.r, c.route)
 	if e != nil {
 		c.reject(e)
 		return false
