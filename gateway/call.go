@@ -66,7 +66,11 @@ func (c *call) send() (*exchange, *outbound, *apiError) {
 	var lastOut *outbound
 	for i := 0; i < len(cands) && c.rec.attempts < budget; i++ {
 		cand := cands[i]
-		o, e := backendFor(cand.provider.kind).ops[c.route.op](c, cand)
+		prepare := backendFor(cand.provider.kind).ops[c.route.op]
+		if prepare == nil {
+			continue // this provider type has no such endpoint (resolve checked the first)
+		}
+		o, e := prepare(c, cand)
 		if e != nil {
 			// The request cannot be expressed for this provider type: the
 			// client's mistake, whichever candidate it meets.
@@ -123,7 +127,10 @@ func (g *Gateway) attempt(r *http.Request, o *outbound) (*exchange, *apiError) {
 	req, err := http.NewRequestWithContext(ctx, o.method, o.url, bytes.NewReader(o.body))
 	if err != nil {
 		wd.stop()
-		return nil, upstreamFailure(apierr.ClassConnect, "could not build the request to provider \""+p.name+"\"", err)
+		// The gateway's own fault (a bad base URL): not retried.
+		e := apierr.New(http.StatusBadGateway, "server_error", "upstream_error", "could not build the request to provider \""+p.name+"\"")
+		e.Cause = err
+		return nil, e
 	}
 	if o.contentType != "" {
 		req.Header.Set("Content-Type", o.contentType)
