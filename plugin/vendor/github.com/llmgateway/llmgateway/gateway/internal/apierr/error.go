@@ -55,7 +55,8 @@ func EmbedUpstream(body []byte) json.RawMessage {
 		return nil
 	}
 	if json.Valid(body) {
-		return json.RawMessage(body)
+		// A copy: the body may sit in a buffer its reader reuses.
+		return append(json.RawMessage(nil), body...)
 	}
 	quoted, _ := json.Marshal(string(body))
 	return json.RawMessage(quoted)

@@ -10,7 +10,9 @@ import (
 // ErrTooLarge is the Reader's error once a stream passes its byte limit.
 var ErrTooLarge = errors.New("upstream stream exceeded the response size limit")
 
-// Event is one parsed server-sent event.
+// Event is one parsed server-sent event. Its Data and Raw share the
+// buffers of the Parser (or Reader) that produced it and stay valid only
+// until the next Feed (or Next): a caller that keeps them copies them.
 type Event struct {
 	Name string // the "event:" field; "" when absent
 	Data []byte // the "data:" lines joined with "\n"
@@ -22,30 +24,51 @@ type Event struct {
 }
 
 // Parser assembles events from lines fed to it in order, a line possibly
-// in pieces. The zero value is ready to use.
+// in pieces. The zero value is ready to use. It reuses its buffers from
+// one event to the next, so a stream costs no allocation per event once
+// they have grown to the largest event's size.
 type Parser struct {
 	ev        Event
-	lineStart int // where the line in progress starts in ev.Raw
+	raw       []byte // the event in progress, as received
+	lineStart int    // where the line in progress starts in raw
+	joined    []byte // the data lines joined, once an event has two
+	dataLines int
 }
 
 // Feed appends a piece of a line; complete says the piece ends its line
 // (it carries the '\n'). It reports whether that line was the blank line
 // that ends an event; the event is then taken with Take.
 func (p *Parser) Feed(piece []byte, complete bool) bool {
-	p.ev.Raw = append(p.ev.Raw, piece...)
+	p.raw = append(p.raw, piece...)
 	if !complete {
 		return false
 	}
-	line := p.ev.Raw[p.lineStart:]
-	p.lineStart = len(p.ev.Raw)
+	line := p.raw[p.lineStart:]
+	p.lineStart = len(p.raw)
 	if isBlankLine(line) {
 		return true
 	}
-	p.field(bytes.TrimRight(line, "\r\n"))
+	p.field(trimLineEnd(line))
 	return false
 }
 
+// trimLineEnd drops a line's "\n" or "\r\n" (bytes.TrimRight would
+// build its cutset on every line).
+func trimLineEnd(line []byte) []byte {
+	n := len(line)
+	if n > 0 && line[n-1] == '\n' {
+		n--
+	}
+	if n > 0 && line[n-1] == '\r' {
+		n--
+	}
+	return line[:n]
+}
+
 // field applies one field line (without its line ending) to the event.
+// A single data line's value is a slice of raw (bytes already appended
+// to raw never move within its current array, and a grown raw leaves the
+// old array intact); from the second line on they are joined in joined.
 func (p *Parser) field(line []byte) {
 	if len(line) == 0 || line[0] == ':' {
 		return
@@ -62,25 +85,34 @@ func (p *Parser) field(line []byte) {
 	case "event":
 		p.ev.Name = string(value)
 	case "data":
-		if p.ev.Data != nil {
-			p.ev.Data = append(p.ev.Data, '\n')
-		} else {
-			p.ev.Data = make([]byte, 0, len(value))
+		p.dataLines++
+		switch p.dataLines {
+		case 1:
+			p.ev.Data = value[:len(value):len(value)]
+		case 2:
+			p.joined = append(p.joined[:0], p.ev.Data...)
+			fallthrough
+		default:
+			p.joined = append(append(p.joined, '\n'), value...)
+			p.ev.Data = p.joined
 		}
-		p.ev.Data = append(p.ev.Data, value...)
 	}
 }
 
-// Take returns the event assembled so far and starts the next one.
+// Take returns the event assembled so far and starts the next one, which
+// reuses the buffers the returned event points into.
 func (p *Parser) Take() Event {
 	ev := p.ev
+	ev.Raw = p.raw
 	p.ev = Event{}
+	p.raw = p.raw[:0]
 	p.lineStart = 0
+	p.dataLines = 0
 	return ev
 }
 
 // Pending is how many bytes of an unfinished event the parser holds.
-func (p *Parser) Pending() int { return len(p.ev.Raw) }
+func (p *Parser) Pending() int { return len(p.raw) }
 
 // Reader parses a text/event-stream body into events. It never holds
 // more than one event in memory, and fails (ErrTooLarge) once the stream
@@ -129,7 +161,7 @@ func (s *Reader) Next() (Event, error) {
 		if s.Verbatim {
 			s.partial = s.p.Pending() > 0
 		} else {
-			s.partial = len(bytes.TrimSpace(s.p.ev.Raw)) > 0
+			s.partial = len(bytes.TrimSpace(s.p.raw)) > 0
 		}
 		return Event{}, err
 	}
