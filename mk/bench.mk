@@ -12,3 +12,6 @@ bench: build-binary ## Go benchmarks of the hot path, then the gateway-vs-bare-p
 	$(GO) test -count=1 -run '^$$' -bench . -benchmem ./gateway/...
 	cd integration && $(GO) build -o ../$(BIN)/loadbench ./cmd/loadbench
 	./$(BIN)/loadbench -gateway $(BIN)/llmgateway -out $(BENCH_OUT) -duration $(BENCH_DURATION) -concurrency $(BENCH_CONCURRENCY)
+
+bench-yaegi: ## the core's Go benchmarks under the Yaegi interpreter (what the plugin form pays in process)
+	scripts/yaegi-unit.sh -run '^$$' -bench . -benchtime 1s
