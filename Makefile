@@ -5,7 +5,7 @@ BIN := bin
 VERSION ?= 0.0.0-dev
 MODULE := github.com/llmgateway/llmgateway
 
-.PHONY: help test test-gateway test-cmd lint vendor vendor-check build-binary run integration bench bench-yaegi fuzz yaegi-check pricing-sync
+.PHONY: help test test-gateway test-cmd lint vendor vendor-check build-binary run integration bench bench-plugin bench-yaegi fuzz yaegi-check pricing-sync
 
 help: ## list targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sort | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'

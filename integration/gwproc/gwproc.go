@@ -74,8 +74,13 @@ type Config struct {
 	Env []string
 	// ReadyPath is polled until it answers 200. Default "/readyz".
 	ReadyPath string
+	// ReadyHeader is sent with every readiness probe (an Authorization
+	// header, say). Optional.
+	ReadyHeader http.Header
 	// ReadyTimeout bounds the wait. Default 20s.
 	ReadyTimeout time.Duration
+	// Dir is the working directory. Empty: the caller's.
+	Dir string
 }
 
 // StartGateway writes configJSON to dir/config.json and starts the gateway
@@ -129,6 +134,7 @@ func startOnce(c Config) (*Process, error) {
 	p := &Process{Addr: addr, URL: "http://" + addr, done: make(chan struct{}), logs: &syncBuffer{}}
 	p.cmd = exec.Command(c.Binary, args...)
 	p.cmd.Env = append(os.Environ(), c.Env...)
+	p.cmd.Dir = c.Dir
 	p.cmd.Stdout = p.logs
 	p.cmd.Stderr = p.logs
 	if err := p.cmd.Start(); err != nil {
@@ -147,7 +153,15 @@ func startOnce(c Config) (*Process, error) {
 			return nil, fmt.Errorf("%s exited before ready (%v); output:\n%s", c.Binary, p.err, p.Logs())
 		default:
 		}
-		resp, err := client.Get(p.URL + c.ReadyPath)
+		req, err := http.NewRequest(http.MethodGet, p.URL+c.ReadyPath, nil)
+		if err != nil {
+			p.Stop()
+			return nil, err
+		}
+		for k, v := range c.ReadyHeader {
+			req.Header[k] = v
+		}
+		resp, err := client.Do(req)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {

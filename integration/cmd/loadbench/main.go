@@ -13,6 +13,14 @@
 // It exits 1 when any request failed.
 //
 //	loadbench -gateway bin/llmgateway -out bench/latest.md -duration 3s -concurrency 1,32
+//
+// With -traefik it also starts two real Traefik processes — one routing to
+// the mock as a plain service, one with the llmgateway plugin on the same
+// router — and reports, for every target, the latency added at
+// concurrency 1, req/s at 32, a streamed chat's TTFB and total at 8 and
+// peak RSS, with ratios to Traefik alone (plugin.go):
+//
+//	loadbench -traefik ~/.cache/llmgateway/traefik-v3.6.12 -gateway bin/llmgateway -out bench/plugin.md -duration 2s
 package main
 
 import (
@@ -62,6 +70,11 @@ func main() {
 	maxRequests := flag.Int("max-requests", 100000, "upper bound of requests per run")
 	concurrency := flag.String("concurrency", "1,32", "comma-separated concurrency levels")
 	timeout := flag.Duration("timeout", 150*time.Second, "hard bound on the whole benchmark")
+	traefikBin := flag.String("traefik", "", "Traefik binary: benchmark the plugin in a real Traefik, side by side with Traefik alone (the -concurrency levels are then fixed)")
+	pluginDir := flag.String("plugin-dir", "plugin", "plugin module folder (with .traefik.yml and vendor/) for -traefik")
+	anthropic := flag.Bool("anthropic", false, "with -traefik: also an Anthropic-translated plugin target (the mock speaks Anthropic)")
+	traefikLog := flag.String("traefik-log", "ERROR", "with -traefik: Traefik's log level (printed to stderr after the run)")
+	only := flag.String("only", "", "with -traefik: comma-separated targets to run besides direct (default all: bare,gateway,traefik,traefik+plugin,...)")
 	flag.Parse()
 
 	switch *role {
@@ -93,7 +106,22 @@ func main() {
 		gatewayBin: *gatewayBin, duration: *duration, warmup: *warmup, maxRequests: *maxRequests,
 		levels: levels, chunks: *chunks, chunkDelay: *chunkDelay,
 	}
-	report, failed, err := runBench(ctx, cfg)
+	var (
+		report string
+		failed int
+		err    error
+	)
+	if *traefikBin != "" {
+		pc := pluginBenchConfig{benchConfig: cfg, traefikBin: *traefikBin, pluginDir: *pluginDir, anthropic: *anthropic, traefikLog: *traefikLog, only: map[string]bool{}}
+		for _, n := range strings.Split(*only, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				pc.only[n] = true
+			}
+		}
+		report, failed, err = runPluginBench(ctx, pc)
+	} else {
+		report, failed, err = runBench(ctx, cfg)
+	}
 	if err != nil {
 		log.Fatalf("loadbench: %v", err)
 	}
@@ -466,8 +494,7 @@ func render(cfg benchConfig, results []*runResult, gwRSS, bareRSS, mockRSS int64
 	}
 
 	fmt.Fprintf(&b, "## Runs\n\n")
-	fmt.Fprintf(&b, "| scenario | conc | target | req/s | p50 ms | p99 ms | added p50 ms | added p99 ms | TTFB p50 ms | ok | errors |\n")
-	fmt.Fprintf(&b, "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	writeRuns(&b, results)
 	direct := map[string]*runResult{}
 	bare := map[string]*runResult{}
 	gw := map[string]*runResult{}
@@ -482,26 +509,6 @@ func render(cfg benchConfig, results []*runResult, gwRSS, bareRSS, mockRSS int64
 			gw[key(r)] = r
 		}
 	}
-	for _, r := range results {
-		d := direct[key(r)]
-		added50, added99 := "—", "—"
-		if r.target != "direct" && d != nil && len(r.latencies) > 0 && len(d.latencies) > 0 {
-			added50 = fmt.Sprintf("%.3f", ms(percentile(r.latencies, 0.50)-percentile(d.latencies, 0.50)))
-			added99 = fmt.Sprintf("%.3f", ms(percentile(r.latencies, 0.99)-percentile(d.latencies, 0.99)))
-		}
-		ttfb := "—"
-		if len(r.ttfbs) > 0 {
-			ttfb = fmt.Sprintf("%.3f", ms(percentile(r.ttfbs, 0.50)))
-		}
-		errs := strconv.Itoa(r.errors)
-		if r.errors > 0 {
-			errs = fmt.Sprintf("**%d** (%s)", r.errors, strings.ReplaceAll(r.firstError, "|", "/"))
-		}
-		fmt.Fprintf(&b, "| %s | %d | %s | %.0f | %.3f | %.3f | %s | %s | %s | %d | %s |\n",
-			r.scenario, r.concurrency, r.target, r.rps(), ms(percentile(r.latencies, 0.50)), ms(percentile(r.latencies, 0.99)),
-			added50, added99, ttfb, r.ok, errs)
-	}
-
 	fmt.Fprintf(&b, "\n## Gateway / bare proxy\n\n")
 	fmt.Fprintf(&b, "Goal (go-proxy-notes.md): throughput ratio >= 0.85, added p50 ratio <= 1.2.\n\n")
 	fmt.Fprintf(&b, "| scenario | conc | req/s ratio | added p50 ratio | added p99 ratio | TTFB p50 ratio | goal |\n")
@@ -540,6 +547,39 @@ func render(cfg benchConfig, results []*runResult, gwRSS, bareRSS, mockRSS int64
 	fmt.Fprintf(&b, "| gateway | %.1f |\n| bare proxy | %.1f |\n| mock upstream | %.1f |\n", mib(gwRSS), mib(bareRSS), mib(mockRSS))
 	fmt.Fprintf(&b, "| **gateway / bare** | **%s** |\n", fmtRatio(ratio(float64(gwRSS), float64(bareRSS))))
 	return b.String()
+}
+
+// writeRuns writes one table row per run, with the latency added over the
+// direct run of the same scenario and concurrency.
+func writeRuns(b *strings.Builder, results []*runResult) {
+	fmt.Fprintf(b, "| scenario | conc | target | req/s | p50 ms | p99 ms | added p50 ms | added p99 ms | TTFB p50 ms | ok | errors |\n")
+	fmt.Fprintf(b, "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	direct := map[string]*runResult{}
+	for _, r := range results {
+		if r.target == "direct" {
+			direct[r.scenario+"/"+strconv.Itoa(r.concurrency)] = r
+		}
+	}
+	for _, r := range results {
+		d := direct[r.scenario+"/"+strconv.Itoa(r.concurrency)]
+		added50, added99 := "—", "—"
+		if r.target != "direct" && d != nil && len(r.latencies) > 0 && len(d.latencies) > 0 {
+			added50 = fmt.Sprintf("%.3f", ms(percentile(r.latencies, 0.50)-percentile(d.latencies, 0.50)))
+			added99 = fmt.Sprintf("%.3f", ms(percentile(r.latencies, 0.99)-percentile(d.latencies, 0.99)))
+		}
+		ttfb := "—"
+		if len(r.ttfbs) > 0 {
+			ttfb = fmt.Sprintf("%.3f", ms(percentile(r.ttfbs, 0.50)))
+		}
+		errs := strconv.Itoa(r.errors)
+		if r.errors > 0 {
+			errs = fmt.Sprintf("**%d** (%s)", r.errors, strings.ReplaceAll(r.firstError, "|", "/"))
+		}
+		fmt.Fprintf(b, "| %s | %d | %s | %.0f | %.3f | %.3f | %s | %s | %s | %d | %s |\n",
+			r.scenario, r.concurrency, r.target, r.rps(), ms(percentile(r.latencies, 0.50)), ms(percentile(r.latencies, 0.99)),
+			added50, added99, ttfb, r.ok, errs)
+	}
+
 }
 
 func mib(kb int64) float64 { return float64(kb) / 1024 }

@@ -1,0 +1,162 @@
+// Package traefikproc runs a real Traefik v3.6.12 process on a loopback
+// port, optionally with the llmgateway plugin as a local plugin, for the
+// real-Traefik tests and the load benchmark.
+//
+// The work directory holds plugins-local/src/<PluginModule>/ (a copy of
+// the plugin module, vendored core included) and a file-provider
+// directory with the caller's dynamic configuration. The static
+// configuration is passed as command-line flags so the listen address
+// can be chosen at start-up (gwproc's "{addr}").
+package traefikproc
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/llmgateway/llmgateway/integration/gwproc"
+)
+
+// Version is the Traefik release scripts/build-traefik.sh builds.
+const Version = "v3.6.12"
+
+// PluginModule is the plugin's Go module (its folder under plugins-local/src).
+const PluginModule = "github.com/llmgateway/llmgateway/plugin"
+
+// PluginAlias is the plugin's name in the static configuration (and the
+// key under a middleware's "plugin").
+const PluginAlias = "llmgateway"
+
+// EntryPoint is the name of the one entry point.
+const EntryPoint = "web"
+
+// ReadyTimeout bounds start-up (plugin load included).
+const ReadyTimeout = 90 * time.Second
+
+// Binary returns the Traefik binary: $LLMGW_TRAEFIK_BIN, else the cached
+// ${LLMGW_CACHE:-$HOME/.cache/llmgateway}/traefik-v3.6.12.
+func Binary() (string, error) {
+	if p := os.Getenv("LLMGW_TRAEFIK_BIN"); p != "" {
+		return p, nil
+	}
+	cache := os.Getenv("LLMGW_CACHE")
+	if cache == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", err
+		}
+		cache = filepath.Join(home, ".cache", "llmgateway")
+	}
+	bin := filepath.Join(cache, "traefik-"+Version)
+	if _, err := os.Stat(bin); err != nil {
+		return "", fmt.Errorf("no Traefik binary at %s: run scripts/build-traefik.sh (make traefik-binary)", bin)
+	}
+	return bin, nil
+}
+
+// Config describes one Traefik process.
+type Config struct {
+	// Binary is the Traefik executable.
+	Binary string
+	// WorkDir is an empty directory Traefik runs in (and its HOME).
+	WorkDir string
+	// PluginDir is the plugin module folder (with .traefik.yml and
+	// vendor/). Empty: no plugin is installed or declared.
+	PluginDir string
+	// DynamicYAML is the file provider's configuration.
+	DynamicYAML []byte
+	// LogLevel is Traefik's log level. Default "INFO".
+	LogLevel string
+	// Bench makes the entry point fair for a load test: responding
+	// timeouts unbounded (0). Access logs are never enabled.
+	Bench bool
+	// ReadyPath is polled (with ReadyHeader) until it answers 200.
+	ReadyPath   string
+	ReadyHeader http.Header
+}
+
+// Start lays out WorkDir, starts Traefik on a free loopback port and
+// returns once ReadyPath answers 200 through the router.
+func Start(c Config) (*gwproc.Process, error) {
+	if c.Binary == "" || c.WorkDir == "" {
+		return nil, errors.New("traefikproc: Binary and WorkDir are required")
+	}
+	if c.LogLevel == "" {
+		c.LogLevel = "INFO"
+	}
+	dynDir := filepath.Join(c.WorkDir, "dynamic")
+	if err := os.MkdirAll(dynDir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dynDir, "dynamic.yml"), c.DynamicYAML, 0o644); err != nil {
+		return nil, err
+	}
+	args := []string{
+		"--global.checkNewVersion=false",
+		"--global.sendAnonymousUsage=false",
+		"--log.level=" + c.LogLevel,
+		"--entryPoints." + EntryPoint + ".address={addr}",
+		"--providers.file.directory=" + dynDir,
+		"--providers.file.watch=false",
+	}
+	if c.Bench {
+		for _, k := range []string{"readTimeout", "writeTimeout", "idleTimeout"} {
+			args = append(args, "--entryPoints."+EntryPoint+".transport.respondingTimeouts."+k+"=0")
+		}
+	}
+	if c.PluginDir != "" {
+		if err := InstallPlugin(c.PluginDir, filepath.Join(c.WorkDir, "plugins-local")); err != nil {
+			return nil, err
+		}
+		args = append(args, "--experimental.localPlugins."+PluginAlias+".moduleName="+PluginModule)
+	}
+	return gwproc.Start(gwproc.Config{
+		Binary:       c.Binary,
+		Args:         args,
+		Env:          []string{"HOME=" + c.WorkDir},
+		Dir:          c.WorkDir,
+		ReadyPath:    c.ReadyPath,
+		ReadyHeader:  c.ReadyHeader,
+		ReadyTimeout: ReadyTimeout,
+	})
+}
+
+// InstallPlugin copies the plugin module folder to
+// <gopath>/src/<PluginModule>/ (Yaegi's GOPATH, Traefik's plugins-local).
+func InstallPlugin(pluginDir, gopath string) error {
+	if _, err := os.Stat(filepath.Join(pluginDir, ".traefik.yml")); err != nil {
+		return fmt.Errorf("plugin manifest: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(pluginDir, "vendor", "github.com", "llmgateway", "llmgateway", "gateway")); err != nil {
+		return fmt.Errorf("plugin/vendor must hold the core (run 'make vendor'): %v", err)
+	}
+	return CopyTree(pluginDir, filepath.Join(gopath, "src", filepath.FromSlash(PluginModule)))
+}
+
+// CopyTree copies the regular files and folders under src into dst.
+func CopyTree(src, dst string) error {
+	return filepath.Walk(src, func(path string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		if info.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		if !info.Mode().IsRegular() {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o644)
+	})
+}
