@@ -237,23 +237,11 @@ func runBench(ctx context.Context, cfg benchConfig) (string, int, error) {
 	}
 	defer os.RemoveAll(dir)
 
-	mock, err := gwproc.Start(gwproc.Config{
-		Binary:    self,
-		Args:      []string{"-role", "mock", "-listen", "{addr}", "-chunks", strconv.Itoa(cfg.chunks), "-chunk-delay", cfg.chunkDelay.String()},
-		ReadyPath: "/v1/models",
-	})
+	mock, proxy, err := startMockAndProxy(self, cfg.chunks, cfg.chunkDelay)
 	if err != nil {
-		return "", 0, fmt.Errorf("mock upstream: %v", err)
+		return "", 0, err
 	}
 	defer mock.Stop()
-	proxy, err := gwproc.Start(gwproc.Config{
-		Binary:    self,
-		Args:      []string{"-role", "proxy", "-listen", "{addr}", "-upstream", mock.URL},
-		ReadyPath: "/v1/models",
-	})
-	if err != nil {
-		return "", 0, fmt.Errorf("bare proxy: %v", err)
-	}
 	defer proxy.Stop()
 	gwConfig, _ := json.Marshal(map[string]interface{}{
 		"providers": map[string]interface{}{
@@ -598,4 +586,27 @@ func fmtRatio(r float64) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.2f×", r)
+}
+
+// startMockAndProxy starts this binary as the mock upstream and as the
+// bare httputil.ReverseProxy in front of it (the baseline).
+func startMockAndProxy(self string, chunks int, chunkDelay time.Duration) (*gwproc.Process, *gwproc.Process, error) {
+	mock, err := gwproc.Start(gwproc.Config{
+		Binary:    self,
+		Args:      []string{"-role", "mock", "-listen", "{addr}", "-chunks", strconv.Itoa(chunks), "-chunk-delay", chunkDelay.String()},
+		ReadyPath: "/v1/models",
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("mock upstream: %v", err)
+	}
+	proxy, err := gwproc.Start(gwproc.Config{
+		Binary:    self,
+		Args:      []string{"-role", "proxy", "-listen", "{addr}", "-upstream", mock.URL},
+		ReadyPath: "/v1/models",
+	})
+	if err != nil {
+		mock.Stop()
+		return nil, nil, fmt.Errorf("bare proxy: %v", err)
+	}
+	return mock, proxy, nil
 }

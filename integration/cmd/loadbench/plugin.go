@@ -164,23 +164,11 @@ func runPluginBench(ctx context.Context, cfg pluginBenchConfig) (string, int, er
 	}
 	defer os.RemoveAll(dir)
 
-	mock, err := gwproc.Start(gwproc.Config{
-		Binary:    self,
-		Args:      []string{"-role", "mock", "-listen", "{addr}", "-chunks", strconv.Itoa(cfg.chunks), "-chunk-delay", cfg.chunkDelay.String()},
-		ReadyPath: "/v1/models",
-	})
+	mock, proxy, err := startMockAndProxy(self, cfg.chunks, cfg.chunkDelay)
 	if err != nil {
-		return "", 0, fmt.Errorf("mock upstream: %v", err)
+		return "", 0, err
 	}
 	defer mock.Stop()
-	proxy, err := gwproc.Start(gwproc.Config{
-		Binary:    self,
-		Args:      []string{"-role", "proxy", "-listen", "{addr}", "-upstream", mock.URL},
-		ReadyPath: "/v1/models",
-	})
-	if err != nil {
-		return "", 0, fmt.Errorf("bare proxy: %v", err)
-	}
 	defer proxy.Stop()
 	gwConfig, err := json.Marshal(pluginConfig("openai", mock.URL))
 	if err != nil {
