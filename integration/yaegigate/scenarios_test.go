@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/llmgateway/llmgateway/integration/mockupstream"
+	"github.com/llmgateway/llmgateway/integration/traefikproc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
@@ -53,28 +54,7 @@ func pluginDir(t *testing.T) string {
 // copyTree copies the regular files and folders under src into dst.
 func copyTree(t *testing.T, src, dst string) {
 	t.Helper()
-	err := filepath.Walk(src, func(path string, info os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, path)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		if info.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		if !info.Mode().IsRegular() {
-			return nil
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, data, 0o644)
-	})
-	require.NoError(t, err)
+	require.NoError(t, traefikproc.CopyTree(src, dst))
 }
 
 // installPlugin lays the plugin source out as
