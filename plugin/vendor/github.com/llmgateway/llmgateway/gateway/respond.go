@@ -36,7 +36,6 @@ type outcome struct {
 // framed), or binary bytes as they arrive — and reports what it
 // delivered.
 func (c *call) respond(x *exchange, o *outbound) *outcome {
-	c.rec.provider, c.rec.model = o.provider.name, o.model
 	switch {
 	case o.binary:
 		return c.relayBinary(x, o)
