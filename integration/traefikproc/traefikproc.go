@@ -76,6 +76,10 @@ type Config struct {
 	// ReadyPath is polled (with ReadyHeader) until it answers 200.
 	ReadyPath   string
 	ReadyHeader http.Header
+	// DebugAddr, when set, opens Traefik's API with its debug handlers
+	// (/debug/pprof/...) on a "traefik" entry point at this address —
+	// for profiling the process under load; never in tests.
+	DebugAddr string
 }
 
 // Start lays out WorkDir, starts Traefik on a free loopback port and
@@ -106,6 +110,9 @@ func Start(c Config) (*gwproc.Process, error) {
 		for _, k := range []string{"readTimeout", "writeTimeout", "idleTimeout"} {
 			args = append(args, "--entryPoints."+EntryPoint+".transport.respondingTimeouts."+k+"=0")
 		}
+	}
+	if c.DebugAddr != "" {
+		args = append(args, "--api.insecure=true", "--api.debug=true", "--entryPoints.traefik.address="+c.DebugAddr)
 	}
 	if c.PluginDir != "" {
 		if err := InstallPlugin(c.PluginDir, filepath.Join(c.WorkDir, "plugins-local")); err != nil {

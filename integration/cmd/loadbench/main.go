@@ -75,6 +75,7 @@ func main() {
 	anthropic := flag.Bool("anthropic", false, "with -traefik: also an Anthropic-translated plugin target (the mock speaks Anthropic)")
 	traefikLog := flag.String("traefik-log", "ERROR", "with -traefik: Traefik's log level (printed to stderr after the run)")
 	only := flag.String("only", "", "with -traefik: comma-separated targets to run besides direct (default all: bare,gateway,traefik,traefik+plugin,...)")
+	profile := flag.String("profile", "", "with -traefik: directory for CPU profiles of the plugin's Traefik during its c>1 cells, and a heap profile at the end")
 	flag.Parse()
 
 	switch *role {
@@ -112,7 +113,7 @@ func main() {
 		err    error
 	)
 	if *traefikBin != "" {
-		pc := pluginBenchConfig{benchConfig: cfg, traefikBin: *traefikBin, pluginDir: *pluginDir, anthropic: *anthropic, traefikLog: *traefikLog, only: map[string]bool{}}
+		pc := pluginBenchConfig{benchConfig: cfg, traefikBin: *traefikBin, pluginDir: *pluginDir, anthropic: *anthropic, traefikLog: *traefikLog, only: map[string]bool{}, profileDir: *profile}
 		for _, n := range strings.Split(*only, ",") {
 			if n = strings.TrimSpace(n); n != "" {
 				pc.only[n] = true

@@ -7,8 +7,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -29,6 +32,10 @@ type pluginBenchConfig struct {
 	// traefikLog is Traefik's log level; only holds names to keep (empty: all).
 	traefikLog string
 	only       map[string]bool
+	// profileDir, when set, receives CPU profiles of the plugin's Traefik
+	// process taken during its measured cells (and a heap profile at the
+	// end), fetched from Traefik's debug handlers.
+	profileDir string
 }
 
 // The cells the -traefik mode measures: latency at concurrency 1,
@@ -117,7 +124,7 @@ func pluginConfig(typ, mockURL string) map[string]interface{} {
 	}
 }
 
-func startTraefik(cfg pluginBenchConfig, dir, mockURL string, withPlugin bool) (*gwproc.Process, error) {
+func startTraefik(cfg pluginBenchConfig, dir, mockURL string, withPlugin bool, debugAddr string) (*gwproc.Process, error) {
 	work, err := os.MkdirTemp(dir, "traefik-")
 	if err != nil {
 		return nil, err
@@ -145,7 +152,42 @@ func startTraefik(cfg pluginBenchConfig, dir, mockURL string, withPlugin bool) (
 		Bench:       true,
 		ReadyPath:   "/v1/models",
 		ReadyHeader: http.Header{"Authorization": {"Bearer " + userKey}},
+		DebugAddr:   debugAddr,
 	})
+}
+
+// freeLoopbackAddr is a loopback address nothing listens on right now.
+func freeLoopbackAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	addr := ln.Addr().String()
+	return addr, ln.Close()
+}
+
+// fetchProfile saves Traefik's pprof endpoint path (e.g.
+// "profile?seconds=2") to file.
+func fetchProfile(debugAddr, path, file string) error {
+	resp, err := http.Get("http://" + debugAddr + "/debug/pprof/" + path)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s: %.200s", path, resp.Status, body)
+	}
+	return os.WriteFile(file, body, 0o644)
+}
+
+// profileName is a cell's profile file name.
+func profileName(sc string, conc int, tg string) string {
+	r := strings.NewReplacer("+", "-", " ", "-", "(", "", ")", "")
+	return fmt.Sprintf("%s-c%d-%s.pprof", sc, conc, r.Replace(tg))
 }
 
 func runPluginBench(ctx context.Context, cfg pluginBenchConfig) (string, int, error) {
@@ -180,13 +222,22 @@ func runPluginBench(ctx context.Context, cfg pluginBenchConfig) (string, int, er
 	}
 	defer gw.Stop()
 	fmt.Fprintf(os.Stderr, "loadbench: starting Traefik %s alone and with the plugin ...\n", traefikproc.Version)
-	alone, err := startTraefik(cfg, dir, mock.URL, false)
+	alone, err := startTraefik(cfg, dir, mock.URL, false, "")
 	if err != nil {
 		return "", 0, fmt.Errorf("traefik alone: %v", err)
 	}
 	defer alone.Stop()
 	started := time.Now()
-	withPlugin, err := startTraefik(cfg, dir, mock.URL, true)
+	debugAddr := ""
+	if cfg.profileDir != "" {
+		if err := os.MkdirAll(cfg.profileDir, 0o755); err != nil {
+			return "", 0, err
+		}
+		if debugAddr, err = freeLoopbackAddr(); err != nil {
+			return "", 0, err
+		}
+	}
+	withPlugin, err := startTraefik(cfg, dir, mock.URL, true, debugAddr)
 	if err != nil {
 		return "", 0, fmt.Errorf("traefik with the plugin: %v", err)
 	}
@@ -237,7 +288,22 @@ func runPluginBench(ctx context.Context, cfg pluginBenchConfig) (string, int, er
 				return "", 0, fmt.Errorf("stopped: %v", ctx.Err())
 			}
 			warm := load(ctx, client, tg, cell.sc, cell.conc, cfg.warmup, cfg.maxRequests)
+			var profiled chan error
+			if debugAddr != "" && (tg.name == tPlugin || tg.name == tPluginAnth) && cell.conc > 1 {
+				profiled = make(chan error, 1)
+				secs := int(cfg.duration / time.Second)
+				if secs < 1 {
+					secs = 1
+				}
+				file := filepath.Join(cfg.profileDir, profileName(cell.sc.name, cell.conc, tg.name))
+				go func() { profiled <- fetchProfile(debugAddr, "profile?seconds="+strconv.Itoa(secs), file) }()
+			}
 			res := load(ctx, client, tg, cell.sc, cell.conc, cfg.duration, cfg.maxRequests)
+			if profiled != nil {
+				if err := <-profiled; err != nil {
+					return "", 0, fmt.Errorf("profiling %s: %v", tg.name, err)
+				}
+			}
 			res.errors += warm.errors
 			if res.firstError == "" {
 				res.firstError = warm.firstError
@@ -264,6 +330,12 @@ func runPluginBench(ctx context.Context, cfg pluginBenchConfig) (string, int, er
 			}
 			fmt.Fprintf(os.Stderr, "loadbench: %s logged:\n%s\n", name, out)
 		}
+	}
+	if debugAddr != "" {
+		if err := fetchProfile(debugAddr, "heap", filepath.Join(cfg.profileDir, "heap-traefik-plugin.pprof")); err != nil {
+			return "", 0, fmt.Errorf("heap profile: %v", err)
+		}
+		fmt.Fprintf(os.Stderr, "loadbench: profiles of the plugin's Traefik in %s (go tool pprof -top FILE)\n", cfg.profileDir)
 	}
 	procs := map[string]*gwproc.Process{"mock": mock, "bare": proxy, "gateway": gw, "traefik": alone, "traefik+plugin": withPlugin}
 	rss := map[string]int64{}

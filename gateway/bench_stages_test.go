@@ -1,0 +1,130 @@
+package gateway
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/translate"
+)
+
+// BenchmarkStages splits one non-streaming 1 KB chat request into the
+// pipeline's stages, each measured alone against the same gateway as
+// BenchmarkChatNonStreaming, so `make bench-yaegi` shows where the
+// interpreted time goes (a CPU profile of Traefik shows only the
+// interpreter's own frames). "upstream" is the HTTP exchange with the
+// loopback upstream (attempt), "respond" writes the read answer to a
+// recorder, "record" is the end-of-request record and log work.
+func BenchmarkStages(b *testing.B) {
+	upstream := newBenchUpstream(b)
+	g := newBenchGateway(b, upstream.URL)
+	rt := routesByPath["/v1/chat/completions"]
+	newReq := func() *http.Request {
+		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(benchChatBody))
+		req.Header.Set("Authorization", "Bearer "+benchUserKey)
+		req.Header.Set("Content-Type", "application/json")
+		return req
+	}
+	// A call that went through the stages once, for the later stages.
+	c := g.newCall(httptest.NewRecorder(), newReq(), rt)
+	if !c.identify() || !c.admitBody() || !c.resolve() {
+		b.Fatalf("setting up the call failed: %d %s", c.rec.statusCode, c.rec.errorCode)
+	}
+	prepare := backendFor(c.target.candidates[0].provider.kind).ops[rt.op]
+	o, e := prepare(c, c.target.candidates[0])
+	if e != nil {
+		b.Fatal(e.Error())
+	}
+	x, e := g.attempt(c.r, o)
+	if e != nil {
+		b.Fatal(e.Error())
+	}
+	x.done()
+	data := x.data
+	resp := x.resp
+
+	b.Run("request", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			_ = newReq()
+		}
+	})
+	b.Run("identify", func(b *testing.B) {
+		r := newReq()
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if _, e := g.authenticate(r); e != nil {
+				b.Fatal(e.Error())
+			}
+		}
+	})
+	b.Run("admitBody", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			r := newReq()
+			if _, e := g.readAdmitted(r, rt); e != nil {
+				b.Fatal(e.Error())
+			}
+		}
+	})
+	b.Run("resolve", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if _, e := g.resolveModel(c.user, c.req.model); e != nil {
+				b.Fatal(e.Error())
+			}
+		}
+	})
+	b.Run("limit", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if e := g.admit(c.r, c.user, c.target.provider.name, c.target.model); e != nil {
+				b.Fatal(e.Error())
+			}
+		}
+	})
+	b.Run("prepare", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if _, e := prepare(c, c.target.candidates[0]); e != nil {
+				b.Fatal(e.Error())
+			}
+		}
+	})
+	b.Run("upstream", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			x, e := g.attempt(c.r, o)
+			if e != nil {
+				b.Fatal(e.Error())
+			}
+			x.done()
+		}
+	})
+	b.Run("respond", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			c.w = httptest.NewRecorder()
+			c.rec = requestRecord{}
+			out := c.respondWhole(&exchange{resp: resp, body: bytes.NewReader(data), data: data}, o, data)
+			if out.status != http.StatusOK || !out.usage.Reported {
+				b.Fatalf("respond: %d %+v", out.status, out.usage)
+			}
+		}
+	})
+	b.Run("account", func(b *testing.B) {
+		u := translate.Usage{PromptTokens: 180, CompletionTokens: 6, Reported: true}
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			g.accountUsage(c.user, c.target.provider.name, c.target.model, u)
+		}
+	})
+	b.Run("record", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			cc := g.newCall(nil, c.r, rt)
+			cc.finish()
+		}
+	})
+}
