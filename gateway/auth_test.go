@@ -112,7 +112,7 @@ func TestAuthStoreHoldsDigestsOnly(t *testing.T) {
 		if store.users[i].digest != want[u.name] {
 			t.Fatalf("digest of %s does not match SHA-256 of the key", u.name)
 		}
-		dump := fmt.Sprintf("%+v", *u)
+		dump := fmt.Sprintf("%+v", u)
 		if strings.Contains(dump, testAliceKey) || strings.Contains(dump, testBobKey) {
 			t.Fatalf("user runtime holds key material: %s", dump)
 		}

@@ -132,13 +132,17 @@ func (g *Gateway) attempt(r *http.Request, o *outbound) (*exchange, *apiError) {
 		e.Cause = err
 		return nil, e
 	}
-	if o.contentType != "" {
-		req.Header.Set("Content-Type", o.contentType)
+	if p.jsonHeader != nil && o.contentType == "application/json" {
+		req.Header = p.jsonHeader.Clone()
+	} else {
+		if o.contentType != "" {
+			req.Header.Set("Content-Type", o.contentType)
+		}
+		p.injectAuth(req.Header)
 	}
 	if o.accept != "" {
 		req.Header.Set("Accept", o.accept)
 	}
-	p.injectAuth(req.Header)
 	resp, err := g.transport.RoundTrip(req)
 	if err != nil {
 		wd.stop()
@@ -161,7 +165,7 @@ func (g *Gateway) attempt(r *http.Request, o *outbound) (*exchange, *apiError) {
 		g.limiter.recordAttempt(p.name, o.model, false)
 		return x, nil
 	}
-	data, tooBig, err := readCapped(body, maxUpstreamResponseBytes)
+	data, tooBig, err := readUpstreamBody(resp.Body, wd, resp.ContentLength, maxUpstreamResponseBytes)
 	if err != nil {
 		x.done()
 		e := exchangeFailure(p.name, wd, r.Context(), err)

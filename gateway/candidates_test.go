@@ -94,3 +94,68 @@ func TestCallStageUsesFirstCandidateOnly(t *testing.T) {
 		t.Fatalf("record %+v", rec)
 	}
 }
+
+// TestResolveModelRemembersPerUser: a user's resolution is remembered
+// per registry snapshot (a new snapshot resolves afresh), only for ids
+// the user may use, and at most maxUserRoutes of them.
+func TestResolveModelRemembersPerUser(t *testing.T) {
+	g, err := newGatewayFromConfig(t, twoProviderConfig("http://127.0.0.1:1", "http://127.0.0.1:2", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	store, _ := g.users.store.Load().(*authStore)
+	var alice, bob *userRuntime
+	for i := 0; i < len(store.users); i++ {
+		switch store.users[i].user.name {
+		case "alice":
+			alice = store.users[i].user
+		case "bob":
+			bob = store.users[i].user
+		}
+	}
+	first, e := g.resolveModel(alice, "shared")
+	if e != nil || first.provider.name != "a" || len(first.candidates) != 2 {
+		t.Fatalf("alice shared: %+v %v", first, e)
+	}
+	v, ok := alice.routes.Load("shared")
+	if !ok || v.(*userRoute).reg != g.models() {
+		t.Fatal("the resolution was not remembered for the current snapshot")
+	}
+	// bob may use provider b only: "shared" is a's first, a 403, and a
+	// refusal is not remembered; "onlyb" is.
+	if _, e := g.resolveModel(bob, "shared"); e == nil || e.Status != http.StatusForbidden {
+		t.Fatalf("bob shared: %v", e)
+	}
+	if _, ok := bob.routes.Load("shared"); ok {
+		t.Fatal("a refusal was remembered")
+	}
+	if r, e := g.resolveModel(bob, "onlyb"); e != nil || r.provider.name != "b" {
+		t.Fatalf("bob onlyb: %+v %v", r, e)
+	}
+	if _, ok := bob.routes.Load("onlyb"); !ok {
+		t.Fatal("bob's onlyb was not remembered")
+	}
+	if _, e := g.resolveModel(alice, "nope"); e == nil || e.Status != http.StatusNotFound {
+		t.Fatalf("unknown model: %v", e)
+	}
+	if _, ok := alice.routes.Load("nope"); ok {
+		t.Fatal("an unknown id was remembered")
+	}
+	// A new snapshot: the remembered entry is stale and replaced.
+	g.rebuildRegistry()
+	if _, e := g.resolveModel(alice, "shared"); e != nil {
+		t.Fatal(e.Error())
+	}
+	if v, _ := alice.routes.Load("shared"); v.(*userRoute).reg != g.models() {
+		t.Fatal("a stale resolution was kept after the registry changed")
+	}
+	// The bound: past maxUserRoutes new ids are resolved, not remembered.
+	alice.routeCount.Store(maxUserRoutes)
+	if r, e := g.resolveModel(alice, "onlyb"); e != nil || r.provider.name != "b" {
+		t.Fatalf("onlyb: %+v %v", r, e)
+	}
+	if _, ok := alice.routes.Load("onlyb"); ok {
+		t.Fatal("remembered more than maxUserRoutes ids")
+	}
+}

@@ -60,6 +60,7 @@ func FuzzParseJSONRequest(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte, newModel string) {
 		req, e := parseJSONRequest(body)
+		sameAsExact(t, body, req, e)
 		if e != nil {
 			if e.Status != 400 || e.Code == "" {
 				t.Fatalf("refusal %d %q", e.Status, e.Code)
@@ -440,9 +441,67 @@ func FuzzUsersFile(f *testing.F) {
 		for i := 0; i < len(users); i++ {
 			u := users[i]
 			if u.user.name == "" || names[u.user.name] || len(u.user.grants) == 0 {
-				t.Fatalf("bad user %+v from %q", *u.user, data)
+				t.Fatalf("bad user %+v from %q", u.user, data)
 			}
 			names[u.user.name] = true
 		}
 	})
+}
+
+// sameAsExact fails unless parseJSONRequest's answer for body (req, e)
+// is what the exact scanner gives: the same refusal, or the same
+// request (the max_tokens key span aside, which the fast path leaves to
+// forOpenAI).
+func sameAsExact(t *testing.T, body []byte, req *jsonRequest, e *apiError) {
+	t.Helper()
+	exact, ee := parseJSONRequestExact(body)
+	if (e == nil) != (ee == nil) {
+		t.Fatalf("fast path %v, exact %v for %q", e, ee, body)
+	}
+	if e != nil {
+		if e.Code != ee.Code || e.Message != ee.Message {
+			t.Fatalf("fast path refused with %s %q, exact with %s %q", e.Code, e.Message, ee.Code, ee.Message)
+		}
+		return
+	}
+	got, want := *req, *exact
+	got.maxTokensKeyStart, got.maxTokensKeyEnd, want.maxTokensKeyStart, want.maxTokensKeyEnd = 0, 0, 0, 0
+	if got.model != want.model || got.modelStart != want.modelStart || got.modelEnd != want.modelEnd ||
+		got.stream != want.stream || got.includeUsage != want.includeUsage || got.hasMaxTokens != want.hasMaxTokens ||
+		got.hasMaxCompletionTokens != want.hasMaxCompletionTokens || got.maxOutputTokens != want.maxOutputTokens {
+		t.Fatalf("fast path read %+v, exact %+v, for %q", got, want, body)
+	}
+}
+
+// TestParseJSONRequestFastPathMatchesExact covers the bodies either path
+// may see: clean ones the fast path reads, and each reason it defers.
+func TestParseJSONRequestFastPathMatchesExact(t *testing.T) {
+	bodies := []string{
+		`{"model":"m1"}`,
+		` { "model" :	"m1" , "stream" : true }`,
+		`{"stream":true,"stream_options":{"include_usage":true},"model":"m1","messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"o3","max_tokens":100,"max_completion_tokens":50}`,
+		`{"max_completion_tokens":null,"max_tokens":7,"model":"m"}`,
+		`{"max_tokens":"x","model":"m"}`,
+		`{"model":"m","messages":[{"content":"say \"model"}]}`,
+		`{"messages":[{"content":"say \"model"}],"MODEL":"x"}`,
+		`{"model":"m","Model":"n"}`,
+		`{"model":"m1","model":"m2"}`,
+		`{"mod\u0065l":"x"}`,
+		`{"model":"caf\u00e9"}`,
+		`{"model":"\ud83d\ude00"}`,
+		`{"model":""}`,
+		`{"model":7}`,
+		`{"model":null}`,
+		`{"x":{"model":"inner"}}`,
+		`{"model":"m"}{}`,
+		`[{"model":"m"}]`,
+		`null`,
+		`{"model":"m",}`,
+		`{"stream":false,"model":"m","stream":true}`,
+	}
+	for _, b := range bodies {
+		req, e := parseJSONRequest([]byte(b))
+		sameAsExact(t, []byte(b), req, e)
+	}
 }

@@ -29,9 +29,16 @@ func newLogger(name string, out io.Writer) *logger {
 }
 
 func (l *logger) write(level, format string, args []interface{}) {
-	line := l.now().UTC().Format(time.RFC3339) + " " + l.prefix + " " + level + " " + fmt.Sprintf(format, args...) + "\n"
+	l.line(level, fmt.Sprintf(format, args...))
+}
+
+// line writes msg as it is: the per-request lines build msg by
+// concatenation (strconv.Quote for quoted values), which under Yaegi is
+// far cheaper than a variadic Sprintf call.
+func (l *logger) line(level, msg string) {
+	s := l.now().UTC().Format(time.RFC3339) + " " + l.prefix + " " + level + " " + msg + "\n"
 	l.mu.Lock()
-	_, _ = io.WriteString(l.out, line)
+	_, _ = io.WriteString(l.out, s)
 	l.mu.Unlock()
 }
 

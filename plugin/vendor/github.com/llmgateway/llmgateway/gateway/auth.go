@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"net/http"
+	"strconv"
 	"strings"
 )
 
@@ -62,12 +63,15 @@ var clientCredentialHeaders = []string{"Authorization", "X-Api-Key", "X-Goog-Api
 // authenticate identifies the caller and logs the attempt without any
 // key material. A failure is a 401 for the caller's route to write.
 func (g *Gateway) authenticate(r *http.Request) (*userRuntime, *apiError) {
-	g.users.maybeReload()
-	user := g.users.current().identify(r)
+	if g.users.path != "" {
+		g.users.maybeReload()
+	}
+	store, _ := g.users.store.Load().(*authStore)
+	user := store.identify(r)
 	if user == nil {
-		g.log.warnf("auth failed method=%s path=%q remote=%s", r.Method, r.URL.Path, r.RemoteAddr)
+		g.log.line("WARN", "auth failed method="+r.Method+" path="+strconv.Quote(r.URL.Path)+" remote="+r.RemoteAddr)
 		return nil, errUnauthorized()
 	}
-	g.log.infof("auth ok user=%q method=%s path=%q", user.name, r.Method, r.URL.Path)
+	g.log.line("INFO", "auth ok user="+strconv.Quote(user.name)+" method="+r.Method+" path="+strconv.Quote(r.URL.Path))
 	return user, nil
 }

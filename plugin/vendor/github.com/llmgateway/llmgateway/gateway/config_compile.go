@@ -3,11 +3,14 @@ package gateway
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"path"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -42,6 +45,10 @@ type providerRuntime struct {
 	modelSet    map[string]bool
 	passthrough bool
 	timeout     time.Duration
+	// jsonHeader is the header of a JSON request to the provider: its
+	// content type and its credential, built once (a request clones it).
+	// Never logged; nil in tests that build a providerRuntime by hand.
+	jsonHeader http.Header
 	// discoveryInterval is 0 when discovery is off.
 	discoveryInterval time.Duration
 	metadataPath      string
@@ -86,6 +93,10 @@ type userRuntime struct {
 	// groups names the member groups, primary first.
 	groups []string
 	admin  bool
+	// routes remembers resolveModel's answers per model id (*userRoute);
+	// routeCount bounds it. A userRuntime is never copied.
+	routes     sync.Map
+	routeCount atomic.Int64
 }
 
 // compiledConfig is the validated, immutable form of Config that
@@ -259,6 +270,8 @@ func compileProvider(field, name string, pc *ProviderConfig, globalTimeout time.
 		return nil, fmt.Errorf("config: %s.apiKey: required for a %s provider", field, pc.Type)
 	}
 	p.apiKey = key
+	p.jsonHeader = http.Header{"Content-Type": {"application/json"}}
+	p.injectAuth(p.jsonHeader)
 	p.modelSet = make(map[string]bool, len(pc.Models))
 	for i := 0; i < len(pc.Models); i++ {
 		m := pc.Models[i]

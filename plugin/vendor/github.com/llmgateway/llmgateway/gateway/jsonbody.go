@@ -22,9 +22,11 @@ type jsonRequest struct {
 	stream bool
 	// includeUsage is stream_options.include_usage.
 	includeUsage bool
-	// maxTokensKey is the byte span of the top-level "max_tokens" key
-	// (with its quotes), or -1; hasMaxCompletionTokens notes the newer
-	// field.
+	// hasMaxTokens notes a top-level "max_tokens"; maxTokensKey is the
+	// byte span of that key (with its quotes), or -1 when not located
+	// (the fast path leaves it to forOpenAI, the one reader);
+	// hasMaxCompletionTokens notes the newer field.
+	hasMaxTokens           bool
 	maxTokensKeyStart      int
 	maxTokensKeyEnd        int
 	hasMaxCompletionTokens bool
@@ -43,7 +45,71 @@ func parseTokenCap(value []byte) int64 {
 	return n
 }
 
-// parseJSONRequest validates that body is one JSON object and locates
+// parseJSONRequest reads a JSON request body: the clean case — one
+// literal "model" key in the whole body and no \u00XX escape anywhere,
+// so no escaped or case-variant spelling of it can hide — is read by
+// json.Unmarshal into a map of raw top-level values (compiled standard
+// library end to end, cheap under Yaegi, whatever the body's size);
+// anything else goes to parseJSONRequestExact, which gives the same
+// answer for the clean case and the precise error otherwise.
+func parseJSONRequest(body []byte) (*jsonRequest, *apiError) {
+	if bytes.Count(body, quotedModelKey) != 1 || bytes.Contains(body, latinEscape) {
+		return parseJSONRequestExact(body)
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(body, &top) != nil {
+		return parseJSONRequestExact(body)
+	}
+	for k := range top {
+		if k != "model" && len(k) == 5 && strings.EqualFold(k, "model") {
+			return parseJSONRequestExact(body)
+		}
+	}
+	raw := top["model"]
+	if len(raw) < 3 || raw[0] != '"' {
+		return parseJSONRequestExact(body) // absent, empty, or not a string
+	}
+	var model string
+	if json.Unmarshal(raw, &model) != nil || model == "" {
+		return parseJSONRequestExact(body)
+	}
+	// The single literal "model" is the top-level key (the map holds it
+	// and no other spelling can exist); its value follows the colon.
+	start := skipSpace(body, bytes.Index(body, quotedModelKey)+len(quotedModelKey))
+	start = skipSpace(body, start+1)
+	if start+len(raw) > len(body) || !bytes.Equal(body[start:start+len(raw)], raw) {
+		return parseJSONRequestExact(body)
+	}
+	req := &jsonRequest{raw: body, model: model, modelStart: start, modelEnd: start + len(raw), maxTokensKeyStart: -1}
+	req.stream = string(top["stream"]) == "true"
+	if opts := top["stream_options"]; opts != nil {
+		var o struct {
+			IncludeUsage bool `json:"include_usage"`
+		}
+		_ = json.Unmarshal(opts, &o)
+		req.includeUsage = o.IncludeUsage
+	}
+	if v, ok := top["max_completion_tokens"]; ok {
+		req.hasMaxCompletionTokens = true
+		req.maxOutputTokens = parseTokenCap(v)
+	}
+	if v, ok := top["max_tokens"]; ok {
+		req.hasMaxTokens = true
+		if req.maxOutputTokens == 0 {
+			req.maxOutputTokens = parseTokenCap(v)
+		}
+	}
+	return req, nil
+}
+
+var (
+	quotedModelKey = []byte(`"model"`)
+	// latinEscape starts a \u escape of an ASCII or Latin-1 character:
+	// the only way to spell a "model" key that bytes.Count cannot see.
+	latinEscape = []byte(`\u00`)
+)
+
+// parseJSONRequestExact validates that body is one JSON object and locates
 // its top-level "model" string. A duplicate "model" key, or a case
 // variant such as "Model", is refused: the gateway would authorize one
 // value while an upstream (Go's encoding/json matches keys
@@ -53,7 +119,7 @@ func parseTokenCap(value []byte) int64 {
 // top-level keys then hops between structural characters with
 // bytes.IndexAny, so even under Yaegi the interpreted loop runs per
 // string or bracket, not per byte.
-func parseJSONRequest(body []byte) (*jsonRequest, *apiError) {
+func parseJSONRequestExact(body []byte) (*jsonRequest, *apiError) {
 	if !json.Valid(body) {
 		return nil, apierr.BadRequest("invalid_json", "request body is not valid JSON")
 	}
@@ -78,6 +144,7 @@ func parseJSONRequest(body []byte) (*jsonRequest, *apiError) {
 			_ = json.Unmarshal(body[valueStart:valueEnd], &opts)
 			req.includeUsage = opts.IncludeUsage
 		case "max_tokens":
+			req.hasMaxTokens = true
 			req.maxTokensKeyStart, req.maxTokensKeyEnd = i, keyEnd+1
 			if req.maxOutputTokens == 0 {
 				req.maxOutputTokens = parseTokenCap(body[valueStart:valueEnd])
@@ -142,8 +209,15 @@ func (j *jsonRequest) withModel(model string) []byte {
 // "max_tokens" key renamed to "max_completion_tokens" (the only field
 // those models accept). Every other byte is unchanged.
 func (j *jsonRequest) forOpenAI(model string) []byte {
-	if j.maxTokensKeyStart < 0 || !isReasoningModel(model) {
+	if !j.hasMaxTokens || !isReasoningModel(model) {
 		return j.withModel(model)
+	}
+	if j.maxTokensKeyStart < 0 {
+		exact, e := parseJSONRequestExact(j.raw)
+		if e != nil || exact.maxTokensKeyStart < 0 {
+			return j.withModel(model)
+		}
+		j.maxTokensKeyStart, j.maxTokensKeyEnd = exact.maxTokensKeyStart, exact.maxTokensKeyEnd
 	}
 	if j.hasMaxCompletionTokens {
 		// Both present: the newer field wins; drop the legacy one.

@@ -133,13 +133,46 @@ func (c *call) limit() bool {
 // use its first candidate. The candidates the caller may not use are
 // removed, so no later stage can reach them.
 func (g *Gateway) resolveModel(user *userRuntime, id string) (modelRoute, *apiError) {
-	target, e := g.models().route(id)
+	reg, _ := g.registry.Load().(*modelRegistry)
+	v, seen := user.routes.Load(id)
+	if seen {
+		if ur := v.(*userRoute); ur.reg == reg {
+			return ur.target, nil
+		}
+	}
+	target, e := resolveForUser(reg, user, id)
+	// Only what the user may use is remembered: the ids the registry
+	// resolves, so the memory is bounded by its size (and maxUserRoutes).
+	if e == nil && (seen || user.routeCount.Add(1) <= maxUserRoutes) {
+		user.routes.Store(id, &userRoute{reg: reg, target: target})
+	}
+	return target, e
+}
+
+// userRoute is a user's remembered resolution of one model id, valid
+// while reg is the current registry snapshot (grants never change for a
+// userRuntime; a users-file reload builds new ones). target.candidates
+// is shared by every request that reads it: read-only.
+type userRoute struct {
+	reg    *modelRegistry
+	target modelRoute
+}
+
+// maxUserRoutes bounds each user's remembered resolutions.
+const maxUserRoutes = 1024
+
+// resolveForUser is resolveModel without the per-user memory.
+func resolveForUser(reg *modelRegistry, user *userRuntime, id string) (modelRoute, *apiError) {
+	target, e := reg.route(id)
 	if e != nil {
 		return modelRoute{}, e
 	}
 	if !user.canUseRoute(target) {
 		return modelRoute{}, apierr.New(http.StatusForbidden, "permission_error", "model_not_allowed",
 			"model \""+id+"\" is not available to your group")
+	}
+	if len(target.candidates) == 1 {
+		return target, nil // the first candidate is target itself
 	}
 	allowed := make([]candidate, 0, len(target.candidates))
 	for i := 0; i < len(target.candidates); i++ {

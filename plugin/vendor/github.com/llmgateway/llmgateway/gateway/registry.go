@@ -22,16 +22,19 @@ import (
 // off); the others are the candidates failover and load balancing may
 // use. An explicit "provider/model" id has exactly one candidate.
 type modelRegistry struct {
-	providers  map[string]*providerRuntime
-	names      []string            // sorted
-	models     map[string][]string // provider -> sorted known ids
-	known      map[string]map[string]bool
-	bare       map[string][]*providerRuntime // bare id -> every provider that knows it, in candidate order
-	aliases    map[string]string
-	aliasNames []string // sorted
-	meta       map[string]*ModelMetaConfig
-	contexts   map[string]map[string]int64 // provider -> model -> captured context
-	listing    []modelEntry                // every listable id, built once per snapshot
+	providers map[string]*providerRuntime
+	names     []string            // sorted
+	models    map[string][]string // provider -> sorted known ids
+	known     map[string]map[string]bool
+	bare      map[string][]*providerRuntime // bare id -> every provider that knows it, in candidate order
+	// bareCandidates is bare as candidate lists, built once per snapshot
+	// and shared by every request that routes the id: read-only.
+	bareCandidates map[string][]candidate
+	aliases        map[string]string
+	aliasNames     []string // sorted
+	meta           map[string]*ModelMetaConfig
+	contexts       map[string]map[string]int64 // provider -> model -> captured context
+	listing        []modelEntry                // every listable id, built once per snapshot
 }
 
 // newModelRegistry builds a snapshot from the configuration and the
@@ -69,12 +72,21 @@ func newModelRegistry(c *compiledConfig, found discoverySnapshot, warnings *warn
 			}
 		}
 	}
+	r.bareCandidates = make(map[string][]candidate, len(r.bare))
+	for id, owners := range r.bare {
+		cands := make([]candidate, len(owners))
+		for i := 0; i < len(owners); i++ {
+			cands[i] = candidate{provider: owners[i], model: id}
+		}
+		r.bareCandidates[id] = cands
+	}
 	r.listing = r.buildListing()
 	return r
 }
 
 // modelRoute is where a client model id goes: its first candidate
 // (provider, model) and every candidate in order (the first included).
+// candidates may be the registry's own slice: never modify it in place.
 type modelRoute struct {
 	provider   *providerRuntime
 	model      string // the provider's own id
@@ -120,15 +132,11 @@ func (r *modelRegistry) resolve(id string) (modelRoute, bool) {
 			}
 		}
 	}
-	owners := r.bare[id]
-	if len(owners) == 0 {
+	cands := r.bareCandidates[id]
+	if len(cands) == 0 {
 		return modelRoute{}, false
 	}
-	cands := make([]candidate, len(owners))
-	for i := 0; i < len(owners); i++ {
-		cands[i] = candidate{provider: owners[i], model: id}
-	}
-	return modelRoute{provider: owners[0], model: id, candidates: cands}, true
+	return modelRoute{provider: cands[0].provider, model: id, candidates: cands}, true
 }
 
 // modelEntry is one row of the model list.

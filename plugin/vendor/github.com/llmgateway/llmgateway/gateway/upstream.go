@@ -44,27 +44,26 @@ func newUpstreamTransport() *http.Transport {
 // watchdog is the progress-based request timeout: it cancels the upstream
 // call when no progress (response headers, then body bytes) is observed
 // for the timeout. A long call that keeps making progress never fires it.
+//
+// The timer calls the context's own (compiled) cancel function: no
+// interpreted callback runs on the timer's goroutine, and starting one
+// costs no wrapper under Yaegi. A stall is told apart from the client
+// leaving and from stop by the contexts themselves (stalled).
 type watchdog struct {
 	timeout time.Duration
 	timer   *time.Timer
+	parent  context.Context
+	ctx     context.Context
 	cancel  context.CancelFunc
-	fired   atomic.Bool
+	stopped atomic.Bool
+	// firedBeforeStop is what stalled said when stop ran.
+	firedBeforeStop atomic.Bool
 }
 
 // startWatchdog derives a context that the watchdog cancels on a stall.
 func startWatchdog(parent context.Context, timeout time.Duration) (context.Context, *watchdog) {
 	ctx, cancel := context.WithCancel(parent)
-	w := &watchdog{timeout: timeout, cancel: cancel}
-	w.timer = time.AfterFunc(timeout, w.expire)
-	return ctx, w
-}
-
-// expire runs on the timer's own goroutine; like every goroutine the
-// gateway starts, it must never let a panic reach the host (Traefik).
-func (w *watchdog) expire() {
-	defer func() { _ = recover() }()
-	w.fired.Store(true)
-	w.cancel()
+	return ctx, &watchdog{timeout: timeout, timer: time.AfterFunc(timeout, cancel), parent: parent, ctx: ctx, cancel: cancel}
 }
 
 // progress records upstream progress, restarting the idle window.
@@ -72,12 +71,23 @@ func (w *watchdog) progress() { w.timer.Reset(w.timeout) }
 
 // stop releases the watchdog; call it when the exchange is over.
 func (w *watchdog) stop() {
+	if w.stopped.Load() {
+		return
+	}
+	w.firedBeforeStop.Store(w.ctx.Err() != nil && w.parent.Err() == nil)
+	w.stopped.Store(true)
 	w.timer.Stop()
 	w.cancel()
 }
 
-// stalled reports whether the watchdog aborted the call.
-func (w *watchdog) stalled() bool { return w.fired.Load() }
+// stalled reports whether the watchdog aborted the call: its context
+// ended while the client's had not, before stop ended it.
+func (w *watchdog) stalled() bool {
+	if w.stopped.Load() {
+		return w.firedBeforeStop.Load()
+	}
+	return w.ctx.Err() != nil && w.parent.Err() == nil
+}
 
 // progressReader feeds the watchdog on every read that returns bytes.
 type progressReader struct {
@@ -113,6 +123,55 @@ func readCapped(r io.Reader, limit int64) ([]byte, bool, error) {
 		return nil, true, nil
 	}
 	return data, false, nil
+}
+
+// wholeBodyAtOnce is the largest declared Content-Length read in one
+// io.ReadFull, without restarting the watchdog per read: such a body
+// must arrive within one timeout of its headers.
+const wholeBodyAtOnce = 1 << 20
+
+// readUpstreamBody reads a whole upstream answer (tooBig over limit;
+// never truncated): a declared length up to wholeBodyAtOnce in one
+// compiled io.ReadFull into a buffer of exactly that size, anything
+// else read by read, restarting the watchdog after each. Reading
+// resp.Body directly, not through progressReader, saves a call from the
+// standard library back into interpreted code per read under Yaegi.
+func readUpstreamBody(r io.Reader, wd *watchdog, length, limit int64) ([]byte, bool, error) {
+	if length >= 0 && length <= wholeBodyAtOnce && length <= limit {
+		data := make([]byte, length)
+		if _, err := io.ReadFull(r, data); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, false, err
+		}
+		wd.progress()
+		return data, false, nil
+	}
+	buf := make([]byte, 0, 32<<10)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		end := cap(buf)
+		if int64(end) > limit+1 {
+			end = int(limit + 1) // never hold more than one byte past the cap
+		}
+		n, err := r.Read(buf[len(buf):end])
+		buf = buf[:len(buf)+n]
+		if n > 0 {
+			wd.progress()
+		}
+		if int64(len(buf)) > limit {
+			return nil, true, nil
+		}
+		if err == io.EOF {
+			return buf, false, nil
+		}
+		if err != nil {
+			return nil, false, err
+		}
+	}
 }
 
 // injectAuth sets the provider's own credential in its type's header.
