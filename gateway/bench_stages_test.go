@@ -44,6 +44,27 @@ func BenchmarkStages(b *testing.B) {
 	data := x.data
 	resp := x.resp
 
+	// The fixed cost around the stages: a 404 (table lookup, the model
+	// listing and passthrough checks, the error write) and a 401 (the
+	// call's creation, identify failing, reject, the record).
+	for _, tc := range []struct {
+		name, path, key string
+		status          int
+	}{{"serve-404", "/nope", benchUserKey, http.StatusNotFound}, {"serve-401", "/v1/chat/completions", "sk-wrong", http.StatusUnauthorized}} {
+		tc := tc
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				req := httptest.NewRequest(http.MethodPost, tc.path, bytes.NewReader(benchChatBody))
+				req.Header.Set("Authorization", "Bearer "+tc.key)
+				rec := httptest.NewRecorder()
+				g.ServeHTTP(rec, req)
+				if rec.Code != tc.status {
+					b.Fatalf("status %d, want %d", rec.Code, tc.status)
+				}
+			}
+		})
+	}
 	b.Run("request", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/translate"
 )
@@ -193,6 +194,9 @@ type pricer struct {
 	generated map[string]builtinEntry
 	warnings  *warningLog
 
+	memo      sync.Map // provider "\x00" model -> *priceMemo
+	memoCount atomic.Int64
+
 	mu         sync.Mutex
 	unpriced   map[string]bool // distinct names warned about, at most maxUnpricedWarnings
 	summarized bool            // the one summary warning went out
@@ -231,8 +235,34 @@ func (p *pricer) price(provider, model string) (modelPrice, bool) {
 	return pr, src != priceSourceUnpriced
 }
 
-// resolve is price with the layer that answered (a priceSource* value).
+// resolve is price with the layer that answered (a priceSource* value),
+// remembered per provider and model: the layers never change after
+// construction, and under Yaegi the lookups through them cost far more
+// than one sync.Map load. At most maxPriceMemo pairs are remembered
+// (passthrough models are whatever a client sent).
 func (p *pricer) resolve(provider, model string) (modelPrice, string) {
+	key := provider + "\x00" + model
+	if v, ok := p.memo.Load(key); ok {
+		e := v.(*priceMemo)
+		return e.price, e.source
+	}
+	pr, src := p.resolveLayers(provider, model)
+	if p.memoCount.Add(1) <= maxPriceMemo {
+		p.memo.Store(key, &priceMemo{price: pr, source: src})
+	}
+	return pr, src
+}
+
+// priceMemo is one remembered resolve answer.
+type priceMemo struct {
+	price  modelPrice
+	source string
+}
+
+const maxPriceMemo = 4096
+
+// resolveLayers is resolve without the memory.
+func (p *pricer) resolveLayers(provider, model string) (modelPrice, string) {
 	if p.free[qualifiedModel(provider, model)] || p.free[model] {
 		return modelPrice{}, priceSourceFree
 	}
