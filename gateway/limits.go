@@ -168,6 +168,15 @@ type limitScope struct {
 	id     string
 	limits *compiledLimits // nil: counted, never enforced
 	prefix string          // "llmgw:{kind}:{id}:", built once (scopePrefix)
+	// keys caches the scope's counter keys for the current minute
+	// (newLimitScope sets it; a scope without one builds its keys on
+	// every request).
+	keys *scopeKeyCache
+}
+
+// newLimitScope is a scope with its key prefix and key cache.
+func newLimitScope(kind, id string, limits *compiledLimits) limitScope {
+	return limitScope{kind: kind, id: id, limits: limits, prefix: scopePrefix(kind, id), keys: &scopeKeyCache{}}
 }
 
 // scopePrefix is the key prefix of a scope's counters.
@@ -182,6 +191,89 @@ func (s *limitScope) key(metric string, w *window, bucket string) string {
 		p = scopePrefix(s.kind, s.id)
 	}
 	return p + metric + ":" + w.name + ":" + bucket
+}
+
+// scopeKeys is every counter key of one scope for one UTC minute, as the
+// store batches use them. Every window's bucket is constant within a
+// UTC minute, so the keys are too. Shared by concurrent requests: the
+// slices are read-only (the store treats a batch as read-only; account
+// copies its template before setting deltas).
+type scopeKeys struct {
+	minute int64 // unixMinute of the instant the keys are for
+	// check is req × min, hour, day, month, each Delta 1.
+	check []store.Incr
+	// rej is rej × min, hour, day, month, each Delta 1.
+	rej []store.Incr
+	// gets are the budget keys the check reads: tokin, tokout × day,
+	// month when the scope has token limits, then cost × day, month when
+	// it has cost limits; nil when neither.
+	gets []string
+	// acct is tokin, tokout, cost × hour, day, month with Delta 0: a
+	// template account copies three at a time.
+	acct []store.Incr
+}
+
+// scopeKeyCache holds a scope's *scopeKeys of the latest minute seen.
+type scopeKeyCache struct {
+	v atomic.Value // *scopeKeys
+}
+
+// unixMinute is the number of whole minutes from the Unix epoch to t
+// (floored).
+func unixMinute(t time.Time) int64 {
+	sec := t.Unix()
+	m := sec / 60
+	if sec%60 < 0 {
+		m--
+	}
+	return m
+}
+
+// keysAt returns the scope's keys for the minute containing now (minute
+// is unixMinute(now)), building them when the cached ones are another
+// minute's.
+func (s *limitScope) keysAt(now time.Time, minute int64) *scopeKeys {
+	c := s.keys
+	if c != nil {
+		if k, ok := c.v.Load().(*scopeKeys); ok && k.minute == minute {
+			return k
+		}
+	}
+	k := s.buildKeys(now, minute)
+	if c != nil {
+		c.v.Store(k)
+	}
+	return k
+}
+
+// buildKeys formats every key of the scope for now's minute.
+func (s *limitScope) buildKeys(now time.Time, minute int64) *scopeKeys {
+	b := bucketsAt(now)
+	k := &scopeKeys{minute: minute}
+	k.check = make([]store.Incr, len(countedWindows))
+	k.rej = make([]store.Incr, len(countedWindows))
+	for j := 0; j < len(countedWindows); j++ {
+		w := countedWindows[j]
+		k.check[j] = store.Incr{Key: s.key("req", w, b.of(w)), Delta: 1, TTL: w.ttl}
+		k.rej[j] = store.Incr{Key: s.key("rej", w, b.of(w)), Delta: 1, TTL: w.ttl}
+	}
+	if s.limits.hasTokenLimits() {
+		k.gets = append(k.gets,
+			s.key("tokin", dayWindow, b.day), s.key("tokout", dayWindow, b.day),
+			s.key("tokin", monthWindow, b.month), s.key("tokout", monthWindow, b.month))
+	}
+	if s.limits.hasCostLimits() {
+		k.gets = append(k.gets, s.key("cost", dayWindow, b.day), s.key("cost", monthWindow, b.month))
+	}
+	metrics := []string{"tokin", "tokout", "cost"}
+	k.acct = make([]store.Incr, 0, len(metrics)*len(usageWindows))
+	for m := 0; m < len(metrics); m++ {
+		for j := 0; j < len(usageWindows); j++ {
+			w := usageWindows[j]
+			k.acct = append(k.acct, store.Incr{Key: s.key(metrics[m], w, b.of(w)), TTL: w.ttl})
+		}
+	}
+	return k
 }
 
 // windowBuckets holds each window's bucket id for one instant, so a
@@ -216,7 +308,7 @@ type limiter struct {
 	failOpen bool
 	now      func() time.Time
 	log      *logger
-	async    *asyncWriter // provider success rates (rejections are counted on the request path)
+	async    *attemptCounts // provider success rates, written in the background (rejections are counted on the request path)
 
 	lastErrorLog atomic.Int64 // unix nanos of the last store-error line
 }
@@ -225,7 +317,9 @@ func newLimiter(counters store.Counter, fallback *store.Memory, failOpen bool, n
 	if now == nil {
 		now = time.Now
 	}
-	return &limiter{counters: counters, fallback: fallback, failOpen: failOpen, now: now, log: log, async: newAsyncWriter(64)}
+	l := &limiter{counters: counters, fallback: fallback, failOpen: failOpen, now: now, log: log}
+	l.async = newAttemptCounts(l)
+	return l
 }
 
 // errStoreUnavailable is the 503 when Redis fails and failOpen is false.
@@ -274,22 +368,14 @@ func (l *limiter) logStoreError(err error) {
 // token or cost budget is already used up. One store round trip.
 func (l *limiter) checkAndCount(ctx context.Context, scopes []limitScope) *apiError {
 	now := l.now()
-	b := bucketsAt(now)
+	minute := unixMinute(now)
 	incrs := make([]store.Incr, 0, len(scopes)*len(countedWindows))
 	var gets []string
 	for i := 0; i < len(scopes); i++ {
-		s := &scopes[i]
-		for j := 0; j < len(countedWindows); j++ {
-			w := countedWindows[j]
-			incrs = append(incrs, store.Incr{Key: s.key("req", w, b.of(w)), Delta: 1, TTL: w.ttl})
-		}
-		if s.limits.hasTokenLimits() {
-			gets = append(gets,
-				s.key("tokin", dayWindow, b.day), s.key("tokout", dayWindow, b.day),
-				s.key("tokin", monthWindow, b.month), s.key("tokout", monthWindow, b.month))
-		}
-		if s.limits.hasCostLimits() {
-			gets = append(gets, s.key("cost", dayWindow, b.day), s.key("cost", monthWindow, b.month))
+		k := scopes[i].keysAt(now, minute)
+		incrs = append(incrs, k.check...)
+		if k.gets != nil {
+			gets = append(gets, k.gets...)
 		}
 	}
 	counts, values, err := l.run(ctx, incrs, gets)
@@ -299,46 +385,49 @@ func (l *limiter) checkAndCount(ctx context.Context, scopes []limitScope) *apiEr
 		}
 		return errStoreUnavailable()
 	}
+	// The limits in order: requestsPerMinute, requestsPerDay,
+	// tokensPerDay, tokensPerMonth, costPerDayUSD, costPerMonthUSD; the
+	// first exceeded one refuses. counts holds each scope's req counters
+	// (min, hour, day, month); values each budgeted scope's gets.
 	g := 0
 	for i := 0; i < len(scopes); i++ {
-		s := &scopes[i]
-		base := i * len(countedWindows)
-		lim := s.limits
-		var tokDay, tokMonth, costDay, costMonth int64
-		if lim.hasTokenLimits() {
-			tokDay = values[g] + values[g+1]
-			tokMonth = values[g+2] + values[g+3]
-			g += 4
-		}
-		if lim.hasCostLimits() {
-			costDay = values[g]
-			costMonth = values[g+1]
-			g += 2
-		}
+		lim := scopes[i].limits
 		if lim == nil {
 			continue
 		}
-		checks := []struct {
-			over  bool
-			limit string
-			value int64
-			w     *window
-		}{
-			{lim.requestsPerMinute > 0 && counts[base] > lim.requestsPerMinute, "requestsPerMinute", lim.requestsPerMinute, minuteWindow},
-			{lim.requestsPerDay > 0 && counts[base+2] > lim.requestsPerDay, "requestsPerDay", lim.requestsPerDay, dayWindow},
-			{lim.tokensPerDay > 0 && tokDay >= lim.tokensPerDay, "tokensPerDay", lim.tokensPerDay, dayWindow},
-			{lim.tokensPerMonth > 0 && tokMonth >= lim.tokensPerMonth, "tokensPerMonth", lim.tokensPerMonth, monthWindow},
-			{lim.costPerDayMicros > 0 && costDay >= lim.costPerDayMicros, "costPerDayUSD", lim.costPerDayMicros, dayWindow},
-			{lim.costPerMonthMicros > 0 && costMonth >= lim.costPerMonthMicros, "costPerMonthUSD", lim.costPerMonthMicros, monthWindow},
+		base := i * len(countedWindows)
+		if lim.requestsPerMinute > 0 && counts[base] > lim.requestsPerMinute {
+			return l.refuse(ctx, scopes, i, "requestsPerMinute", lim.requestsPerMinute, minuteWindow, now)
 		}
-		for k := 0; k < len(checks); k++ {
-			if checks[k].over {
-				l.countRejection(ctx, scopes, i, now)
-				return errLimitExceeded(s, checks[k].limit, checks[k].value, checks[k].w, now)
+		if lim.requestsPerDay > 0 && counts[base+2] > lim.requestsPerDay {
+			return l.refuse(ctx, scopes, i, "requestsPerDay", lim.requestsPerDay, dayWindow, now)
+		}
+		if lim.tokensPerDay > 0 || lim.tokensPerMonth > 0 {
+			if lim.tokensPerDay > 0 && values[g]+values[g+1] >= lim.tokensPerDay {
+				return l.refuse(ctx, scopes, i, "tokensPerDay", lim.tokensPerDay, dayWindow, now)
 			}
+			if lim.tokensPerMonth > 0 && values[g+2]+values[g+3] >= lim.tokensPerMonth {
+				return l.refuse(ctx, scopes, i, "tokensPerMonth", lim.tokensPerMonth, monthWindow, now)
+			}
+			g += 4
+		}
+		if lim.costPerDayMicros > 0 || lim.costPerMonthMicros > 0 {
+			if lim.costPerDayMicros > 0 && values[g] >= lim.costPerDayMicros {
+				return l.refuse(ctx, scopes, i, "costPerDayUSD", lim.costPerDayMicros, dayWindow, now)
+			}
+			if lim.costPerMonthMicros > 0 && values[g+1] >= lim.costPerMonthMicros {
+				return l.refuse(ctx, scopes, i, "costPerMonthUSD", lim.costPerMonthMicros, monthWindow, now)
+			}
+			g += 2
 		}
 	}
 	return nil
+}
+
+// refuse counts the refusal and returns the 429 for scopes[i]'s limit.
+func (l *limiter) refuse(ctx context.Context, scopes []limitScope, i int, limit string, value int64, w *window, now time.Time) *apiError {
+	l.countRejection(ctx, scopes, i, now)
+	return errLimitExceeded(&scopes[i], limit, value, w, now)
 }
 
 // errLimitExceeded is the 429 naming the scope and the limit, with
@@ -367,16 +456,13 @@ func errLimitExceeded(s *limitScope, limit string, value int64, w *window, now t
 // It runs on the request goroutine (one more round trip, paid only by
 // refused requests) so that a burst of refusals is counted exactly.
 func (l *limiter) countRejection(ctx context.Context, scopes []limitScope, refused int, now time.Time) {
-	b := bucketsAt(now)
+	minute := unixMinute(now)
 	var incrs []store.Incr
 	for i := 0; i < len(scopes); i++ {
 		if i != refused && scopes[i].kind != "total" {
 			continue
 		}
-		for j := 0; j < len(countedWindows); j++ {
-			w := countedWindows[j]
-			incrs = append(incrs, store.Incr{Key: scopes[i].key("rej", w, b.of(w)), Delta: 1, TTL: w.ttl})
-		}
+		incrs = append(incrs, scopes[i].keysAt(now, minute).rej...)
 	}
 	_, _, _ = l.run(ctx, incrs, nil) // a store error is logged by run
 }
@@ -385,94 +471,226 @@ func (l *limiter) countRejection(ctx context.Context, scopes []limitScope, refus
 // hour, day and month windows. One store round trip; nothing when there
 // is nothing to add.
 func (l *limiter) account(ctx context.Context, scopes []limitScope, u translate.Usage, costMicros int64) {
-	b := bucketsAt(l.now())
-	metrics := []struct {
-		name  string
-		delta int64
-	}{{"tokin", u.PromptTokens}, {"tokout", u.CompletionTokens}, {"cost", costMicros}}
-	var incrs []store.Incr
-	for i := 0; i < len(scopes); i++ {
-		for m := 0; m < len(metrics); m++ {
-			if metrics[m].delta <= 0 {
-				continue
-			}
-			for j := 0; j < len(usageWindows); j++ {
-				w := usageWindows[j]
-				incrs = append(incrs, store.Incr{Key: scopes[i].key(metrics[m].name, w, b.of(w)), Delta: metrics[m].delta, TTL: w.ttl})
-			}
-		}
+	tin, tout := u.PromptTokens, u.CompletionTokens
+	n := 0
+	if tin > 0 {
+		n++
 	}
-	if len(incrs) == 0 {
+	if tout > 0 {
+		n++
+	}
+	if costMicros > 0 {
+		n++
+	}
+	if n == 0 || len(scopes) == 0 {
 		return
+	}
+	now := l.now()
+	minute := unixMinute(now)
+	// Per scope, tokin, tokout then cost (each × hour, day, month),
+	// skipping a metric with nothing to add: copies of the cached
+	// template with the deltas set.
+	incrs := make([]store.Incr, 0, len(scopes)*n*3)
+	for i := 0; i < len(scopes); i++ {
+		a := scopes[i].keysAt(now, minute).acct
+		if tin > 0 {
+			j := len(incrs)
+			incrs = append(incrs, a[0:3]...)
+			incrs[j].Delta = tin
+			incrs[j+1].Delta = tin
+			incrs[j+2].Delta = tin
+		}
+		if tout > 0 {
+			j := len(incrs)
+			incrs = append(incrs, a[3:6]...)
+			incrs[j].Delta = tout
+			incrs[j+1].Delta = tout
+			incrs[j+2].Delta = tout
+		}
+		if costMicros > 0 {
+			j := len(incrs)
+			incrs = append(incrs, a[6:9]...)
+			incrs[j].Delta = costMicros
+			incrs[j+1].Delta = costMicros
+			incrs[j+2].Delta = costMicros
+		}
 	}
 	if _, _, err := l.run(ctx, incrs, nil); err != nil {
 		l.log.errorf("usage of a finished request could not be recorded: %v", err)
 	}
 }
 
-// asyncWriter runs counter writes that nothing waits on (the provider
-// success rates) off the request goroutine: at most 64
-// in flight, anything beyond that is dropped, never queued.
-type asyncWriter struct {
-	slots   chan struct{}
-	dropped atomic.Int64
-	wg      sync.WaitGroup
-}
-
-func newAsyncWriter(n int) *asyncWriter { return &asyncWriter{slots: make(chan struct{}, n)} }
-
-// submit runs fn on its own goroutine when a slot is free.
-func (a *asyncWriter) submit(fn func()) bool {
-	select {
-	case a.slots <- struct{}{}:
-	default:
-		a.dropped.Add(1)
-		return false
-	}
-	a.wg.Add(1)
-	go func() {
-		defer func() {
-			_ = recover()
-			<-a.slots
-			a.wg.Done()
-		}()
-		fn()
-	}()
-	return true
-}
-
-// wait blocks until every submitted write finished (tests, Close).
-func (a *asyncWriter) wait() { a.wg.Wait() }
-
 // healthWindows are the windows of the provider success-rate counters.
 var healthWindows = []*window{minuteWindow, dayWindow}
 
+// attemptFlushEvery is how often the provider success-rate counts
+// aggregated in process are written to the store.
+const attemptFlushEvery = time.Second
+
+// attemptCounts aggregates the provider success-rate counters in process
+// and writes them to the store in one batch per attemptFlushEvery, from
+// one background goroutine that runs while there is something to write
+// (it exits after a flush that leaves nothing pending, and the next
+// attempt starts it again). Counts are kept per UTC minute, so each lands
+// in the buckets of the minute its attempt happened in.
+type attemptCounts struct {
+	l *limiter
+
+	mu      sync.Mutex
+	cur     *attemptMinute   // the latest minute's counts (nil: none)
+	done    []*attemptMinute // earlier minutes not yet written
+	running bool             // the flush goroutine is running
+
+	flushMu sync.Mutex // one flush at a time; wait blocks on a running one
+
+	every time.Duration // flush period (attemptFlushEvery; tests change it before the first attempt)
+}
+
+// attemptMinute is one UTC minute's attempt counts, provider → model
+// ("" for native passthrough) → counts.
+type attemptMinute struct {
+	minute int64
+	at     time.Time // an instant of the minute (its buckets)
+	cells  map[string]map[string]*attemptCell
+}
+
+type attemptCell struct {
+	attempts, fails int64
+}
+
+func newAttemptCounts(l *limiter) *attemptCounts {
+	return &attemptCounts{l: l, every: attemptFlushEvery}
+}
+
+// add counts one attempt at now.
+func (a *attemptCounts) add(provider, model string, failed bool, now time.Time) {
+	minute := unixMinute(now)
+	a.mu.Lock()
+	m := a.cur
+	if m == nil || m.minute != minute {
+		if m != nil {
+			a.done = append(a.done, m)
+		}
+		m = &attemptMinute{minute: minute, at: now, cells: map[string]map[string]*attemptCell{}}
+		a.cur = m
+	}
+	models := m.cells[provider]
+	if models == nil {
+		models = map[string]*attemptCell{}
+		m.cells[provider] = models
+	}
+	c := models[model]
+	if c == nil {
+		c = &attemptCell{}
+		models[model] = c
+	}
+	c.attempts++
+	if failed {
+		c.fails++
+	}
+	start := !a.running
+	a.running = true
+	a.mu.Unlock()
+	if start {
+		go a.loop()
+	}
+}
+
+// loop flushes every attemptFlushEvery until a flush leaves nothing
+// pending.
+func (a *attemptCounts) loop() {
+	defer func() {
+		if r := recover(); r != nil {
+			a.mu.Lock()
+			a.running = false
+			a.mu.Unlock()
+		}
+	}()
+	for {
+		time.Sleep(a.every)
+		a.flush()
+		a.mu.Lock()
+		idle := a.cur == nil && len(a.done) == 0
+		if idle {
+			a.running = false
+		}
+		a.mu.Unlock()
+		if idle {
+			return
+		}
+	}
+}
+
+// wait writes every pending count now, after any flush in progress
+// (tests, Close): when it returns, every attempt recorded before the
+// call is in the store.
+func (a *attemptCounts) wait() { a.flush() }
+
+// flush writes the pending counts in one store batch (nothing when there
+// are none). A store error is logged by run; the counts are then lost,
+// as a failed write always was.
+func (a *attemptCounts) flush() {
+	a.flushMu.Lock()
+	defer a.flushMu.Unlock()
+	a.mu.Lock()
+	minutes := a.done
+	if a.cur != nil {
+		minutes = append(minutes, a.cur)
+	}
+	a.done = nil
+	a.cur = nil
+	a.mu.Unlock()
+	var incrs []store.Incr
+	for i := 0; i < len(minutes); i++ {
+		incrs = minutes[i].appendIncrs(incrs)
+	}
+	if len(incrs) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, _, _ = a.l.run(ctx, incrs, nil)
+}
+
+// appendIncrs appends the minute's counter increments: per provider,
+// attempt (and fail, when any) × min, day at the provider level (every
+// model, passthrough included), then the same per provider/model.
+func (m *attemptMinute) appendIncrs(incrs []store.Incr) []store.Incr {
+	for provider, models := range m.cells {
+		var attempts, fails int64
+		for model, c := range models {
+			attempts += c.attempts
+			fails += c.fails
+			if model != "" {
+				incrs = appendHealthIncrs(incrs, "llmgw:provmodel:"+provider+"/"+model+":", c.attempts, c.fails, m.at)
+			}
+		}
+		incrs = appendHealthIncrs(incrs, "llmgw:prov:"+provider+":", attempts, fails, m.at)
+	}
+	return incrs
+}
+
+// appendHealthIncrs appends prefix's attempt and (when fails > 0) fail
+// counters in every health window.
+func appendHealthIncrs(incrs []store.Incr, prefix string, attempts, fails int64, at time.Time) []store.Incr {
+	for j := 0; j < len(healthWindows); j++ {
+		w := healthWindows[j]
+		incrs = append(incrs, store.Incr{Key: prefix + "attempt:" + w.name + ":" + w.bucket(at), Delta: attempts, TTL: w.ttl})
+		if fails > 0 {
+			incrs = append(incrs, store.Incr{Key: prefix + "fail:" + w.name + ":" + w.bucket(at), Delta: fails, TTL: w.ttl})
+		}
+	}
+	return incrs
+}
+
 // recordAttempt counts one upstream attempt, and whether it failed by the
 // provider's fault, per provider and per provider/model (model "" for
-// native passthrough: provider level only). Off the request goroutine;
-// dropped when 64 writes are already in flight.
+// native passthrough: provider level only). Counted in process; written
+// to the store within about attemptFlushEvery, in one batch for every
+// attempt of that second.
 func (l *limiter) recordAttempt(provider, model string, failed bool) {
 	if l.async == nil {
 		return
 	}
-	now := l.now()
-	metrics := []string{"attempt"}
-	if failed {
-		metrics = append(metrics, "fail")
-	}
-	var incrs []store.Incr
-	for m := 0; m < len(metrics); m++ {
-		for j := 0; j < len(healthWindows); j++ {
-			w := healthWindows[j]
-			incrs = append(incrs, store.Incr{Key: "llmgw:prov:" + provider + ":" + metrics[m] + ":" + w.name + ":" + w.bucket(now), Delta: 1, TTL: w.ttl})
-			if model != "" {
-				incrs = append(incrs, store.Incr{Key: "llmgw:provmodel:" + provider + "/" + model + ":" + metrics[m] + ":" + w.name + ":" + w.bucket(now), Delta: 1, TTL: w.ttl})
-			}
-		}
-	}
-	l.async.submit(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_, _, _ = l.run(ctx, incrs, nil)
-	})
+	l.async.add(provider, model, failed, l.now())
 }
