@@ -193,33 +193,36 @@ func (s *limitScope) key(metric string, w *window, bucket string) string {
 	return p + metric + ":" + w.name + ":" + bucket
 }
 
-// scopeKeys is every counter key of one scope for one UTC minute, as the
-// store batches use them. Every window's bucket is constant within a
-// UTC minute, so the keys are too. Shared by concurrent requests: the
-// slices are read-only (the store treats a batch as read-only; account
-// copies its template before setting deltas).
-type scopeKeys struct {
-	minute int64 // unixMinute of the instant the keys are for
-	// check is req × min, hour, day, month, each Delta 1.
+// setKeys is every counter key a request of one scope set (a user's
+// scopes) uses in one UTC minute, laid out as the store batches want
+// them. Every window's bucket is constant within a UTC minute, so the
+// keys are too. Shared by concurrent requests: the slices are read-only
+// (the store treats a batch as read-only; account copies the template
+// before setting deltas).
+type setKeys struct {
+	minute int64       // unix minute (floored) the keys are for
+	head   *limitScope // &scopes[0] of the set they were built for
+	n      int         // len(scopes)
+	// check is, per scope, req × min, hour, day, month, each Delta 1.
 	check []store.Incr
-	// rej is rej × min, hour, day, month, each Delta 1.
-	rej []store.Incr
-	// gets are the budget keys the check reads: tokin, tokout × day,
-	// month when the scope has token limits, then cost × day, month when
-	// it has cost limits; nil when neither.
+	// gets are the budget keys the check reads, per budgeted scope:
+	// tokin, tokout × day, month when it has token limits, then cost ×
+	// day, month when it has cost limits; nil when no scope has any.
 	gets []string
-	// acct is tokin, tokout, cost × hour, day, month with Delta 0: a
-	// template account copies three at a time.
+	// acct is, per scope, tokin, tokout, cost × hour, day, month with
+	// Delta 0: the template account copies.
 	acct []store.Incr
 }
 
-// scopeKeyCache holds a scope's *scopeKeys of the latest minute seen.
+// scopeKeyCache holds the *setKeys of the latest minute seen for the
+// scope set a scope heads (only the first scope's cache is used).
 type scopeKeyCache struct {
-	v atomic.Value // *scopeKeys
+	v atomic.Value // *setKeys
 }
 
 // unixMinute is the number of whole minutes from the Unix epoch to t
-// (floored).
+// (floored). The hot paths inline it (an interpreted call costs more
+// than the arithmetic).
 func unixMinute(t time.Time) int64 {
 	sec := t.Unix()
 	m := sec / 60
@@ -229,48 +232,56 @@ func unixMinute(t time.Time) int64 {
 	return m
 }
 
-// keysAt returns the scope's keys for the minute containing now (minute
-// is unixMinute(now)), building them when the cached ones are another
-// minute's.
-func (s *limitScope) keysAt(now time.Time, minute int64) *scopeKeys {
-	c := s.keys
+// setKeysAt returns the keys of scopes for the minute containing now
+// (minute is unixMinute(now)): the cached ones when scopes[0] carries a
+// cache holding this minute's keys for this very slice, else built (and
+// cached when there is a cache).
+func setKeysAt(scopes []limitScope, now time.Time, minute int64) *setKeys {
+	var c *scopeKeyCache
+	if len(scopes) > 0 {
+		c = scopes[0].keys
+	}
 	if c != nil {
-		if k, ok := c.v.Load().(*scopeKeys); ok && k.minute == minute {
+		if k, ok := c.v.Load().(*setKeys); ok && k.minute == minute && k.n == len(scopes) && k.head == &scopes[0] {
 			return k
 		}
 	}
-	k := s.buildKeys(now, minute)
+	k := buildSetKeys(scopes, now, minute)
 	if c != nil {
 		c.v.Store(k)
 	}
 	return k
 }
 
-// buildKeys formats every key of the scope for now's minute.
-func (s *limitScope) buildKeys(now time.Time, minute int64) *scopeKeys {
+// buildSetKeys formats every key of scopes for now's minute.
+func buildSetKeys(scopes []limitScope, now time.Time, minute int64) *setKeys {
 	b := bucketsAt(now)
-	k := &scopeKeys{minute: minute}
-	k.check = make([]store.Incr, len(countedWindows))
-	k.rej = make([]store.Incr, len(countedWindows))
-	for j := 0; j < len(countedWindows); j++ {
-		w := countedWindows[j]
-		k.check[j] = store.Incr{Key: s.key("req", w, b.of(w)), Delta: 1, TTL: w.ttl}
-		k.rej[j] = store.Incr{Key: s.key("rej", w, b.of(w)), Delta: 1, TTL: w.ttl}
-	}
-	if s.limits.hasTokenLimits() {
-		k.gets = append(k.gets,
-			s.key("tokin", dayWindow, b.day), s.key("tokout", dayWindow, b.day),
-			s.key("tokin", monthWindow, b.month), s.key("tokout", monthWindow, b.month))
-	}
-	if s.limits.hasCostLimits() {
-		k.gets = append(k.gets, s.key("cost", dayWindow, b.day), s.key("cost", monthWindow, b.month))
+	k := &setKeys{minute: minute, n: len(scopes)}
+	if len(scopes) > 0 {
+		k.head = &scopes[0]
 	}
 	metrics := []string{"tokin", "tokout", "cost"}
-	k.acct = make([]store.Incr, 0, len(metrics)*len(usageWindows))
-	for m := 0; m < len(metrics); m++ {
-		for j := 0; j < len(usageWindows); j++ {
-			w := usageWindows[j]
-			k.acct = append(k.acct, store.Incr{Key: s.key(metrics[m], w, b.of(w)), TTL: w.ttl})
+	k.check = make([]store.Incr, 0, len(scopes)*len(countedWindows))
+	k.acct = make([]store.Incr, 0, len(scopes)*len(metrics)*len(usageWindows))
+	for i := 0; i < len(scopes); i++ {
+		s := &scopes[i]
+		for j := 0; j < len(countedWindows); j++ {
+			w := countedWindows[j]
+			k.check = append(k.check, store.Incr{Key: s.key("req", w, b.of(w)), Delta: 1, TTL: w.ttl})
+		}
+		if s.limits.hasTokenLimits() {
+			k.gets = append(k.gets,
+				s.key("tokin", dayWindow, b.day), s.key("tokout", dayWindow, b.day),
+				s.key("tokin", monthWindow, b.month), s.key("tokout", monthWindow, b.month))
+		}
+		if s.limits.hasCostLimits() {
+			k.gets = append(k.gets, s.key("cost", dayWindow, b.day), s.key("cost", monthWindow, b.month))
+		}
+		for m := 0; m < len(metrics); m++ {
+			for j := 0; j < len(usageWindows); j++ {
+				w := usageWindows[j]
+				k.acct = append(k.acct, store.Incr{Key: s.key(metrics[m], w, b.of(w)), TTL: w.ttl})
+			}
 		}
 	}
 	return k
@@ -337,6 +348,12 @@ func (l *limiter) run(ctx context.Context, incrs []store.Incr, gets []string) ([
 	if err == nil {
 		return a, b, nil
 	}
+	return l.retry(ctx, incrs, gets, err)
+}
+
+// retry is run after the primary store failed with err (the hot paths
+// call the primary themselves and this only on a failure).
+func (l *limiter) retry(ctx context.Context, incrs []store.Incr, gets []string, err error) ([]int64, []int64, error) {
 	if ctx.Err() != nil {
 		return nil, nil, err
 	}
@@ -368,17 +385,16 @@ func (l *limiter) logStoreError(err error) {
 // token or cost budget is already used up. One store round trip.
 func (l *limiter) checkAndCount(ctx context.Context, scopes []limitScope) *apiError {
 	now := l.now()
-	minute := unixMinute(now)
-	incrs := make([]store.Incr, 0, len(scopes)*len(countedWindows))
-	var gets []string
-	for i := 0; i < len(scopes); i++ {
-		k := scopes[i].keysAt(now, minute)
-		incrs = append(incrs, k.check...)
-		if k.gets != nil {
-			gets = append(gets, k.gets...)
-		}
+	sec := now.Unix() // unixMinute, inlined
+	minute := sec / 60
+	if sec%60 < 0 {
+		minute--
 	}
-	counts, values, err := l.run(ctx, incrs, gets)
+	k := setKeysAt(scopes, now, minute)
+	counts, values, err := l.counters.Apply(ctx, k.check, k.gets)
+	if err != nil {
+		counts, values, err = l.retry(ctx, k.check, k.gets, err)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return upstreamFailure(apierr.ClassClientCancel, "client closed the request", err)
@@ -456,13 +472,16 @@ func errLimitExceeded(s *limitScope, limit string, value int64, w *window, now t
 // It runs on the request goroutine (one more round trip, paid only by
 // refused requests) so that a burst of refusals is counted exactly.
 func (l *limiter) countRejection(ctx context.Context, scopes []limitScope, refused int, now time.Time) {
-	minute := unixMinute(now)
+	b := bucketsAt(now)
 	var incrs []store.Incr
 	for i := 0; i < len(scopes); i++ {
 		if i != refused && scopes[i].kind != "total" {
 			continue
 		}
-		incrs = append(incrs, scopes[i].keysAt(now, minute).rej...)
+		for j := 0; j < len(countedWindows); j++ {
+			w := countedWindows[j]
+			incrs = append(incrs, store.Incr{Key: scopes[i].key("rej", w, b.of(w)), Delta: 1, TTL: w.ttl})
+		}
 	}
 	_, _, _ = l.run(ctx, incrs, nil) // a store error is logged by run
 }
@@ -486,33 +505,54 @@ func (l *limiter) account(ctx context.Context, scopes []limitScope, u translate.
 		return
 	}
 	now := l.now()
-	minute := unixMinute(now)
+	sec := now.Unix() // unixMinute, inlined
+	minute := sec / 60
+	if sec%60 < 0 {
+		minute--
+	}
+	a := setKeysAt(scopes, now, minute).acct
 	// Per scope, tokin, tokout then cost (each × hour, day, month),
-	// skipping a metric with nothing to add: copies of the cached
+	// skipping a metric with nothing to add: a copy of the cached
 	// template with the deltas set.
-	incrs := make([]store.Incr, 0, len(scopes)*n*3)
-	for i := 0; i < len(scopes); i++ {
-		a := scopes[i].keysAt(now, minute).acct
-		if tin > 0 {
-			j := len(incrs)
-			incrs = append(incrs, a[0:3]...)
+	var incrs []store.Incr
+	if n == 3 {
+		incrs = make([]store.Incr, len(a))
+		copy(incrs, a)
+		for j := 0; j < len(incrs); j += 9 {
 			incrs[j].Delta = tin
 			incrs[j+1].Delta = tin
 			incrs[j+2].Delta = tin
+			incrs[j+3].Delta = tout
+			incrs[j+4].Delta = tout
+			incrs[j+5].Delta = tout
+			incrs[j+6].Delta = costMicros
+			incrs[j+7].Delta = costMicros
+			incrs[j+8].Delta = costMicros
 		}
-		if tout > 0 {
-			j := len(incrs)
-			incrs = append(incrs, a[3:6]...)
-			incrs[j].Delta = tout
-			incrs[j+1].Delta = tout
-			incrs[j+2].Delta = tout
-		}
-		if costMicros > 0 {
-			j := len(incrs)
-			incrs = append(incrs, a[6:9]...)
-			incrs[j].Delta = costMicros
-			incrs[j+1].Delta = costMicros
-			incrs[j+2].Delta = costMicros
+	} else {
+		incrs = make([]store.Incr, 0, len(scopes)*n*3)
+		for i := 0; i < len(a); i += 9 {
+			if tin > 0 {
+				j := len(incrs)
+				incrs = append(incrs, a[i:i+3]...)
+				incrs[j].Delta = tin
+				incrs[j+1].Delta = tin
+				incrs[j+2].Delta = tin
+			}
+			if tout > 0 {
+				j := len(incrs)
+				incrs = append(incrs, a[i+3:i+6]...)
+				incrs[j].Delta = tout
+				incrs[j+1].Delta = tout
+				incrs[j+2].Delta = tout
+			}
+			if costMicros > 0 {
+				j := len(incrs)
+				incrs = append(incrs, a[i+6:i+9]...)
+				incrs[j].Delta = costMicros
+				incrs[j+1].Delta = costMicros
+				incrs[j+2].Delta = costMicros
+			}
 		}
 	}
 	if _, _, err := l.run(ctx, incrs, nil); err != nil {
@@ -560,40 +600,6 @@ type attemptCell struct {
 
 func newAttemptCounts(l *limiter) *attemptCounts {
 	return &attemptCounts{l: l, every: attemptFlushEvery}
-}
-
-// add counts one attempt at now.
-func (a *attemptCounts) add(provider, model string, failed bool, now time.Time) {
-	minute := unixMinute(now)
-	a.mu.Lock()
-	m := a.cur
-	if m == nil || m.minute != minute {
-		if m != nil {
-			a.done = append(a.done, m)
-		}
-		m = &attemptMinute{minute: minute, at: now, cells: map[string]map[string]*attemptCell{}}
-		a.cur = m
-	}
-	models := m.cells[provider]
-	if models == nil {
-		models = map[string]*attemptCell{}
-		m.cells[provider] = models
-	}
-	c := models[model]
-	if c == nil {
-		c = &attemptCell{}
-		models[model] = c
-	}
-	c.attempts++
-	if failed {
-		c.fails++
-	}
-	start := !a.running
-	a.running = true
-	a.mu.Unlock()
-	if start {
-		go a.loop()
-	}
 }
 
 // loop flushes every attemptFlushEvery until a flush leaves nothing
@@ -689,8 +695,43 @@ func appendHealthIncrs(incrs []store.Incr, prefix string, attempts, fails int64,
 // to the store within about attemptFlushEvery, in one batch for every
 // attempt of that second.
 func (l *limiter) recordAttempt(provider, model string, failed bool) {
-	if l.async == nil {
+	a := l.async
+	if a == nil {
 		return
 	}
-	l.async.add(provider, model, failed, l.now())
+	now := l.now()
+	sec := now.Unix() // unixMinute, inlined
+	minute := sec / 60
+	if sec%60 < 0 {
+		minute--
+	}
+	a.mu.Lock()
+	m := a.cur
+	if m == nil || m.minute != minute {
+		if m != nil {
+			a.done = append(a.done, m)
+		}
+		m = &attemptMinute{minute: minute, at: now, cells: map[string]map[string]*attemptCell{}}
+		a.cur = m
+	}
+	models := m.cells[provider]
+	if models == nil {
+		models = map[string]*attemptCell{}
+		m.cells[provider] = models
+	}
+	c := models[model]
+	if c == nil {
+		c = &attemptCell{}
+		models[model] = c
+	}
+	c.attempts++
+	if failed {
+		c.fails++
+	}
+	start := !a.running
+	a.running = true
+	a.mu.Unlock()
+	if start {
+		go a.loop()
+	}
 }

@@ -567,3 +567,41 @@ func TestPassthroughCostAccounted(t *testing.T) {
 func counterKey(kind, id, metric string, w *window, t time.Time) string {
 	return scopePrefix(kind, id) + metric + ":" + w.name + ":" + w.bucket(t)
 }
+
+// The per-minute key cache of a scope set: a new minute gets new keys
+// (and new hour/day/month buckets at their edges), and a different
+// slice headed by the same scope never reuses another slice's keys.
+func TestLimiterKeyCache(t *testing.T) {
+	clock := &fakeClock{now: time.Date(2026, 11, 30, 23, 59, 59, 0, time.UTC)}
+	l, _, _ := testLimiter(clock, true)
+	scopes := []limitScope{newLimitScope("user", "a:b", nil), newLimitScope("group", "g", nil), newLimitScope("total", "all", nil)}
+	u := translate.Usage{PromptTokens: 3, CompletionTokens: 2}
+	before := clock.Now()
+	if e := l.checkAndCount(context.Background(), scopes); e != nil {
+		t.Fatal(e)
+	}
+	l.account(context.Background(), scopes, u, 7)
+	clock.Set(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	after := clock.Now()
+	if e := l.checkAndCount(context.Background(), scopes[:2]); e != nil {
+		t.Fatal(e)
+	}
+	l.account(context.Background(), scopes[:2], translate.Usage{PromptTokens: 1}, 0)
+	if e := l.checkAndCount(context.Background(), scopes); e != nil {
+		t.Fatal(e)
+	}
+	keys := []string{
+		counterKey("user", "a:b", "req", minuteWindow, before), counterKey("user", "a:b", "req", minuteWindow, after),
+		counterKey("total", "all", "req", monthWindow, before), counterKey("total", "all", "req", monthWindow, after),
+		counterKey("group", "g", "tokin", dayWindow, before), counterKey("group", "g", "tokin", dayWindow, after),
+		counterKey("total", "all", "tokin", dayWindow, after), counterKey("total", "all", "cost", hourWindow, before),
+		counterKey("user", "a:b", "tokout", monthWindow, before), counterKey("user", "a:b", "req", dayWindow, after),
+	}
+	_, got, _ := l.counters.Apply(context.Background(), nil, keys)
+	want := []int64{1, 2, 1, 1, 3, 1, 0, 7, 2, 2}
+	for i := 0; i < len(want); i++ {
+		if got[i] != want[i] {
+			t.Errorf("%s = %d, want %d", keys[i], got[i], want[i])
+		}
+	}
+}

@@ -49,8 +49,7 @@ func NewMemory(now func() time.Time, retention func(ttl time.Duration) time.Dura
 // incrs and gets.
 func (m *Memory) Apply(ctx context.Context, incrs []Incr, gets []string) ([]int64, []int64, error) {
 	now := m.now().UnixNano()
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.mu.Lock() // unlocked without defer (cheaper interpreted): nothing below panics
 	m.ops++
 	if m.ops%memorySweepEvery == 0 {
 		m.sweep(now)
@@ -81,6 +80,7 @@ func (m *Memory) Apply(ctx context.Context, incrs []Incr, gets []string) ([]int6
 			getOut[i] = e.value
 		}
 	}
+	m.mu.Unlock()
 	return incrOut, getOut, nil
 }
 
