@@ -567,6 +567,10 @@ var healthWindows = []*window{minuteWindow, dayWindow}
 // aggregated in process are written to the store.
 const attemptFlushEvery = time.Second
 
+// attemptFlushTimeout bounds one flush (shorter than half the guard's
+// timeout, so a flush never counts as the guard's slow failure).
+const attemptFlushTimeout = 400 * time.Millisecond
+
 // attemptCounts aggregates the provider success-rate counters in process
 // and writes them to the store in one batch per attemptFlushEvery, from
 // one background goroutine that runs while there is something to write
@@ -653,9 +657,33 @@ func (a *attemptCounts) flush() {
 	if len(incrs) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// A short deadline of its own: a flush that meets a hung store gives
+	// up as its caller (which tells the guard nothing about the store)
+	// rather than waiting out the guard's timeout and marking the store
+	// down over the requests that follow; and it never probes a store
+	// marked down. The guard's state is the requests' to decide.
+	ctx, cancel := context.WithTimeout(context.Background(), attemptFlushTimeout)
 	defer cancel()
-	_, _, _ = a.l.run(ctx, incrs, nil)
+	l := a.l
+	var err error
+	if bg, ok := l.counters.(backgroundCounter); ok {
+		_, _, err = bg.ApplyIfUp(ctx, incrs, nil)
+	} else {
+		_, _, err = l.counters.Apply(ctx, incrs, nil)
+	}
+	if err == nil {
+		return
+	}
+	l.logStoreError(err)
+	if l.failOpen && l.fallback != nil {
+		_, _, _ = l.fallback.Apply(context.Background(), incrs, nil)
+	}
+}
+
+// backgroundCounter is a store with a write for background work that
+// never probes a store marked down (store.Guarded).
+type backgroundCounter interface {
+	ApplyIfUp(ctx context.Context, incrs []store.Incr, gets []string) ([]int64, []int64, error)
 }
 
 // appendIncrs appends the minute's counter increments: per provider,
