@@ -51,7 +51,7 @@ func benchLimiterScopes() []limitScope {
 	const huge = int64(1) << 60
 	user := &compiledLimits{requestsPerMinute: huge, tokensPerDay: huge, costPerDayMicros: huge}
 	group := &compiledLimits{requestsPerDay: huge, tokensPerMonth: huge, costPerMonthMicros: huge}
-	return []limitScope{{kind: "user", id: "bench-user", limits: user}, {kind: "group", id: "bench-group", limits: group}, {kind: "total", id: "all"}}
+	return []limitScope{newLimitScope("user", "bench-user", user), newLimitScope("group", "bench-group", group), newLimitScope("total", "all", nil)}
 }
 
 func runLimiterBench(b *testing.B, l *limiter, logs *bytes.Buffer, roundTrips func() int64) {

@@ -168,6 +168,15 @@ type limitScope struct {
 	id     string
 	limits *compiledLimits // nil: counted, never enforced
 	prefix string          // "llmgw:{kind}:{id}:", built once (scopePrefix)
+	// keys caches the scope's counter keys for the current minute
+	// (newLimitScope sets it; a scope without one builds its keys on
+	// every request).
+	keys *scopeKeyCache
+}
+
+// newLimitScope is a scope with its key prefix and key cache.
+func newLimitScope(kind, id string, limits *compiledLimits) limitScope {
+	return limitScope{kind: kind, id: id, limits: limits, prefix: scopePrefix(kind, id), keys: &scopeKeyCache{}}
 }
 
 // scopePrefix is the key prefix of a scope's counters.
@@ -182,6 +191,100 @@ func (s *limitScope) key(metric string, w *window, bucket string) string {
 		p = scopePrefix(s.kind, s.id)
 	}
 	return p + metric + ":" + w.name + ":" + bucket
+}
+
+// setKeys is every counter key a request of one scope set (a user's
+// scopes) uses in one UTC minute, laid out as the store batches want
+// them. Every window's bucket is constant within a UTC minute, so the
+// keys are too. Shared by concurrent requests: the slices are read-only
+// (the store treats a batch as read-only; account copies the template
+// before setting deltas).
+type setKeys struct {
+	minute int64       // unix minute (floored) the keys are for
+	head   *limitScope // &scopes[0] of the set they were built for
+	n      int         // len(scopes)
+	// check is, per scope, req × min, hour, day, month, each Delta 1.
+	check []store.Incr
+	// gets are the budget keys the check reads, per budgeted scope:
+	// tokin, tokout × day, month when it has token limits, then cost ×
+	// day, month when it has cost limits; nil when no scope has any.
+	gets []string
+	// acct is, per scope, tokin, tokout, cost × hour, day, month with
+	// Delta 0: the template account copies.
+	acct []store.Incr
+}
+
+// scopeKeyCache holds the *setKeys of the latest minute seen for the
+// scope set a scope heads (only the first scope's cache is used).
+type scopeKeyCache struct {
+	v atomic.Value // *setKeys
+}
+
+// unixMinute is the number of whole minutes from the Unix epoch to t
+// (floored). The hot paths inline it (an interpreted call costs more
+// than the arithmetic).
+func unixMinute(t time.Time) int64 {
+	sec := t.Unix()
+	m := sec / 60
+	if sec%60 < 0 {
+		m--
+	}
+	return m
+}
+
+// setKeysAt returns the keys of scopes for the minute containing now
+// (minute is unixMinute(now)): the cached ones when scopes[0] carries a
+// cache holding this minute's keys for this very slice, else built (and
+// cached when there is a cache).
+func setKeysAt(scopes []limitScope, now time.Time, minute int64) *setKeys {
+	var c *scopeKeyCache
+	if len(scopes) > 0 {
+		c = scopes[0].keys
+	}
+	if c != nil {
+		if k, ok := c.v.Load().(*setKeys); ok && k.minute == minute && k.n == len(scopes) && k.head == &scopes[0] {
+			return k
+		}
+	}
+	k := buildSetKeys(scopes, now, minute)
+	if c != nil {
+		c.v.Store(k)
+	}
+	return k
+}
+
+// buildSetKeys formats every key of scopes for now's minute.
+func buildSetKeys(scopes []limitScope, now time.Time, minute int64) *setKeys {
+	b := bucketsAt(now)
+	k := &setKeys{minute: minute, n: len(scopes)}
+	if len(scopes) > 0 {
+		k.head = &scopes[0]
+	}
+	metrics := []string{"tokin", "tokout", "cost"}
+	k.check = make([]store.Incr, 0, len(scopes)*len(countedWindows))
+	k.acct = make([]store.Incr, 0, len(scopes)*len(metrics)*len(usageWindows))
+	for i := 0; i < len(scopes); i++ {
+		s := &scopes[i]
+		for j := 0; j < len(countedWindows); j++ {
+			w := countedWindows[j]
+			k.check = append(k.check, store.Incr{Key: s.key("req", w, b.of(w)), Delta: 1, TTL: w.ttl})
+		}
+		if s.limits.hasTokenLimits() {
+			k.gets = append(k.gets,
+				s.key("tokin", dayWindow, b.day), s.key("tokout", dayWindow, b.day),
+				s.key("tokin", monthWindow, b.month), s.key("tokout", monthWindow, b.month))
+		}
+		if s.limits.hasCostLimits() {
+			k.gets = append(k.gets, s.key("cost", dayWindow, b.day), s.key("cost", monthWindow, b.month))
+		}
+		for m := 0; m < len(metrics); m++ {
+			for j := 0; j < len(usageWindows); j++ {
+				w := usageWindows[j]
+				k.acct = append(k.acct, store.Incr{Key: s.key(metrics[m], w, b.of(w)), TTL: w.ttl})
+			}
+		}
+	}
+	return k
 }
 
 // windowBuckets holds each window's bucket id for one instant, so a
@@ -216,7 +319,7 @@ type limiter struct {
 	failOpen bool
 	now      func() time.Time
 	log      *logger
-	async    *asyncWriter // provider success rates (rejections are counted on the request path)
+	async    *attemptCounts // provider success rates, written in the background (rejections are counted on the request path)
 
 	lastErrorLog atomic.Int64 // unix nanos of the last store-error line
 }
@@ -225,7 +328,9 @@ func newLimiter(counters store.Counter, fallback *store.Memory, failOpen bool, n
 	if now == nil {
 		now = time.Now
 	}
-	return &limiter{counters: counters, fallback: fallback, failOpen: failOpen, now: now, log: log, async: newAsyncWriter(64)}
+	l := &limiter{counters: counters, fallback: fallback, failOpen: failOpen, now: now, log: log}
+	l.async = newAttemptCounts(l)
+	return l
 }
 
 // errStoreUnavailable is the 503 when Redis fails and failOpen is false.
@@ -243,6 +348,12 @@ func (l *limiter) run(ctx context.Context, incrs []store.Incr, gets []string) ([
 	if err == nil {
 		return a, b, nil
 	}
+	return l.retry(ctx, incrs, gets, err)
+}
+
+// retry is run after the primary store failed with err (the hot paths
+// call the primary themselves and this only on a failure).
+func (l *limiter) retry(ctx context.Context, incrs []store.Incr, gets []string, err error) ([]int64, []int64, error) {
 	if ctx.Err() != nil {
 		return nil, nil, err
 	}
@@ -274,71 +385,65 @@ func (l *limiter) logStoreError(err error) {
 // token or cost budget is already used up. One store round trip.
 func (l *limiter) checkAndCount(ctx context.Context, scopes []limitScope) *apiError {
 	now := l.now()
-	b := bucketsAt(now)
-	incrs := make([]store.Incr, 0, len(scopes)*len(countedWindows))
-	var gets []string
-	for i := 0; i < len(scopes); i++ {
-		s := &scopes[i]
-		for j := 0; j < len(countedWindows); j++ {
-			w := countedWindows[j]
-			incrs = append(incrs, store.Incr{Key: s.key("req", w, b.of(w)), Delta: 1, TTL: w.ttl})
-		}
-		if s.limits.hasTokenLimits() {
-			gets = append(gets,
-				s.key("tokin", dayWindow, b.day), s.key("tokout", dayWindow, b.day),
-				s.key("tokin", monthWindow, b.month), s.key("tokout", monthWindow, b.month))
-		}
-		if s.limits.hasCostLimits() {
-			gets = append(gets, s.key("cost", dayWindow, b.day), s.key("cost", monthWindow, b.month))
-		}
+	sec := now.Unix() // unixMinute, inlined
+	minute := sec / 60
+	if sec%60 < 0 {
+		minute--
 	}
-	counts, values, err := l.run(ctx, incrs, gets)
+	k := setKeysAt(scopes, now, minute)
+	counts, values, err := l.counters.Apply(ctx, k.check, k.gets)
+	if err != nil {
+		counts, values, err = l.retry(ctx, k.check, k.gets, err)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return upstreamFailure(apierr.ClassClientCancel, "client closed the request", err)
 		}
 		return errStoreUnavailable()
 	}
+	// The limits in order: requestsPerMinute, requestsPerDay,
+	// tokensPerDay, tokensPerMonth, costPerDayUSD, costPerMonthUSD; the
+	// first exceeded one refuses. counts holds each scope's req counters
+	// (min, hour, day, month); values each budgeted scope's gets.
 	g := 0
 	for i := 0; i < len(scopes); i++ {
-		s := &scopes[i]
-		base := i * len(countedWindows)
-		lim := s.limits
-		var tokDay, tokMonth, costDay, costMonth int64
-		if lim.hasTokenLimits() {
-			tokDay = values[g] + values[g+1]
-			tokMonth = values[g+2] + values[g+3]
-			g += 4
-		}
-		if lim.hasCostLimits() {
-			costDay = values[g]
-			costMonth = values[g+1]
-			g += 2
-		}
+		lim := scopes[i].limits
 		if lim == nil {
 			continue
 		}
-		checks := []struct {
-			over  bool
-			limit string
-			value int64
-			w     *window
-		}{
-			{lim.requestsPerMinute > 0 && counts[base] > lim.requestsPerMinute, "requestsPerMinute", lim.requestsPerMinute, minuteWindow},
-			{lim.requestsPerDay > 0 && counts[base+2] > lim.requestsPerDay, "requestsPerDay", lim.requestsPerDay, dayWindow},
-			{lim.tokensPerDay > 0 && tokDay >= lim.tokensPerDay, "tokensPerDay", lim.tokensPerDay, dayWindow},
-			{lim.tokensPerMonth > 0 && tokMonth >= lim.tokensPerMonth, "tokensPerMonth", lim.tokensPerMonth, monthWindow},
-			{lim.costPerDayMicros > 0 && costDay >= lim.costPerDayMicros, "costPerDayUSD", lim.costPerDayMicros, dayWindow},
-			{lim.costPerMonthMicros > 0 && costMonth >= lim.costPerMonthMicros, "costPerMonthUSD", lim.costPerMonthMicros, monthWindow},
+		base := i * len(countedWindows)
+		if lim.requestsPerMinute > 0 && counts[base] > lim.requestsPerMinute {
+			return l.refuse(ctx, scopes, i, "requestsPerMinute", lim.requestsPerMinute, minuteWindow, now)
 		}
-		for k := 0; k < len(checks); k++ {
-			if checks[k].over {
-				l.countRejection(ctx, scopes, i, now)
-				return errLimitExceeded(s, checks[k].limit, checks[k].value, checks[k].w, now)
+		if lim.requestsPerDay > 0 && counts[base+2] > lim.requestsPerDay {
+			return l.refuse(ctx, scopes, i, "requestsPerDay", lim.requestsPerDay, dayWindow, now)
+		}
+		if lim.tokensPerDay > 0 || lim.tokensPerMonth > 0 {
+			if lim.tokensPerDay > 0 && values[g]+values[g+1] >= lim.tokensPerDay {
+				return l.refuse(ctx, scopes, i, "tokensPerDay", lim.tokensPerDay, dayWindow, now)
 			}
+			if lim.tokensPerMonth > 0 && values[g+2]+values[g+3] >= lim.tokensPerMonth {
+				return l.refuse(ctx, scopes, i, "tokensPerMonth", lim.tokensPerMonth, monthWindow, now)
+			}
+			g += 4
+		}
+		if lim.costPerDayMicros > 0 || lim.costPerMonthMicros > 0 {
+			if lim.costPerDayMicros > 0 && values[g] >= lim.costPerDayMicros {
+				return l.refuse(ctx, scopes, i, "costPerDayUSD", lim.costPerDayMicros, dayWindow, now)
+			}
+			if lim.costPerMonthMicros > 0 && values[g+1] >= lim.costPerMonthMicros {
+				return l.refuse(ctx, scopes, i, "costPerMonthUSD", lim.costPerMonthMicros, monthWindow, now)
+			}
+			g += 2
 		}
 	}
 	return nil
+}
+
+// refuse counts the refusal and returns the 429 for scopes[i]'s limit.
+func (l *limiter) refuse(ctx context.Context, scopes []limitScope, i int, limit string, value int64, w *window, now time.Time) *apiError {
+	l.countRejection(ctx, scopes, i, now)
+	return errLimitExceeded(&scopes[i], limit, value, w, now)
 }
 
 // errLimitExceeded is the 429 naming the scope and the limit, with
@@ -385,94 +490,276 @@ func (l *limiter) countRejection(ctx context.Context, scopes []limitScope, refus
 // hour, day and month windows. One store round trip; nothing when there
 // is nothing to add.
 func (l *limiter) account(ctx context.Context, scopes []limitScope, u translate.Usage, costMicros int64) {
-	b := bucketsAt(l.now())
-	metrics := []struct {
-		name  string
-		delta int64
-	}{{"tokin", u.PromptTokens}, {"tokout", u.CompletionTokens}, {"cost", costMicros}}
+	tin, tout := u.PromptTokens, u.CompletionTokens
+	n := 0
+	if tin > 0 {
+		n++
+	}
+	if tout > 0 {
+		n++
+	}
+	if costMicros > 0 {
+		n++
+	}
+	if n == 0 || len(scopes) == 0 {
+		return
+	}
+	now := l.now()
+	sec := now.Unix() // unixMinute, inlined
+	minute := sec / 60
+	if sec%60 < 0 {
+		minute--
+	}
+	a := setKeysAt(scopes, now, minute).acct
+	// Per scope, tokin, tokout then cost (each × hour, day, month),
+	// skipping a metric with nothing to add: a copy of the cached
+	// template with the deltas set.
 	var incrs []store.Incr
-	for i := 0; i < len(scopes); i++ {
-		for m := 0; m < len(metrics); m++ {
-			if metrics[m].delta <= 0 {
-				continue
+	if n == 3 {
+		incrs = make([]store.Incr, len(a))
+		copy(incrs, a)
+		for j := 0; j < len(incrs); j += 9 {
+			incrs[j].Delta = tin
+			incrs[j+1].Delta = tin
+			incrs[j+2].Delta = tin
+			incrs[j+3].Delta = tout
+			incrs[j+4].Delta = tout
+			incrs[j+5].Delta = tout
+			incrs[j+6].Delta = costMicros
+			incrs[j+7].Delta = costMicros
+			incrs[j+8].Delta = costMicros
+		}
+	} else {
+		incrs = make([]store.Incr, 0, len(scopes)*n*3)
+		for i := 0; i < len(a); i += 9 {
+			if tin > 0 {
+				j := len(incrs)
+				incrs = append(incrs, a[i:i+3]...)
+				incrs[j].Delta = tin
+				incrs[j+1].Delta = tin
+				incrs[j+2].Delta = tin
 			}
-			for j := 0; j < len(usageWindows); j++ {
-				w := usageWindows[j]
-				incrs = append(incrs, store.Incr{Key: scopes[i].key(metrics[m].name, w, b.of(w)), Delta: metrics[m].delta, TTL: w.ttl})
+			if tout > 0 {
+				j := len(incrs)
+				incrs = append(incrs, a[i+3:i+6]...)
+				incrs[j].Delta = tout
+				incrs[j+1].Delta = tout
+				incrs[j+2].Delta = tout
+			}
+			if costMicros > 0 {
+				j := len(incrs)
+				incrs = append(incrs, a[i+6:i+9]...)
+				incrs[j].Delta = costMicros
+				incrs[j+1].Delta = costMicros
+				incrs[j+2].Delta = costMicros
 			}
 		}
-	}
-	if len(incrs) == 0 {
-		return
 	}
 	if _, _, err := l.run(ctx, incrs, nil); err != nil {
 		l.log.errorf("usage of a finished request could not be recorded: %v", err)
 	}
 }
 
-// asyncWriter runs counter writes that nothing waits on (the provider
-// success rates) off the request goroutine: at most 64
-// in flight, anything beyond that is dropped, never queued.
-type asyncWriter struct {
-	slots   chan struct{}
-	dropped atomic.Int64
-	wg      sync.WaitGroup
-}
-
-func newAsyncWriter(n int) *asyncWriter { return &asyncWriter{slots: make(chan struct{}, n)} }
-
-// submit runs fn on its own goroutine when a slot is free.
-func (a *asyncWriter) submit(fn func()) bool {
-	select {
-	case a.slots <- struct{}{}:
-	default:
-		a.dropped.Add(1)
-		return false
-	}
-	a.wg.Add(1)
-	go func() {
-		defer func() {
-			_ = recover()
-			<-a.slots
-			a.wg.Done()
-		}()
-		fn()
-	}()
-	return true
-}
-
-// wait blocks until every submitted write finished (tests, Close).
-func (a *asyncWriter) wait() { a.wg.Wait() }
-
 // healthWindows are the windows of the provider success-rate counters.
 var healthWindows = []*window{minuteWindow, dayWindow}
 
+// attemptFlushEvery is how often the provider success-rate counts
+// aggregated in process are written to the store.
+const attemptFlushEvery = time.Second
+
+// attemptFlushTimeout bounds one flush (shorter than half the guard's
+// timeout, so a flush never counts as the guard's slow failure).
+const attemptFlushTimeout = 400 * time.Millisecond
+
+// attemptCounts aggregates the provider success-rate counters in process
+// and writes them to the store in one batch per attemptFlushEvery, from
+// one background goroutine that runs while there is something to write
+// (it exits after a flush that leaves nothing pending, and the next
+// attempt starts it again). Counts are kept per UTC minute, so each lands
+// in the buckets of the minute its attempt happened in.
+type attemptCounts struct {
+	l *limiter
+
+	mu      sync.Mutex
+	cur     *attemptMinute   // the latest minute's counts (nil: none)
+	done    []*attemptMinute // earlier minutes not yet written
+	running bool             // the flush goroutine is running
+
+	flushMu sync.Mutex // one flush at a time; wait blocks on a running one
+
+	every time.Duration // flush period (attemptFlushEvery; tests change it before the first attempt)
+}
+
+// attemptMinute is one UTC minute's attempt counts, provider → model
+// ("" for native passthrough) → counts.
+type attemptMinute struct {
+	minute int64
+	at     time.Time // an instant of the minute (its buckets)
+	cells  map[string]map[string]*attemptCell
+}
+
+type attemptCell struct {
+	attempts, fails int64
+}
+
+func newAttemptCounts(l *limiter) *attemptCounts {
+	return &attemptCounts{l: l, every: attemptFlushEvery}
+}
+
+// loop flushes every attemptFlushEvery until a flush leaves nothing
+// pending.
+func (a *attemptCounts) loop() {
+	defer func() {
+		if r := recover(); r != nil {
+			a.mu.Lock()
+			a.running = false
+			a.mu.Unlock()
+		}
+	}()
+	for {
+		time.Sleep(a.every)
+		a.flush()
+		a.mu.Lock()
+		idle := a.cur == nil && len(a.done) == 0
+		if idle {
+			a.running = false
+		}
+		a.mu.Unlock()
+		if idle {
+			return
+		}
+	}
+}
+
+// wait writes every pending count now, after any flush in progress
+// (tests, Close): when it returns, every attempt recorded before the
+// call is in the store.
+func (a *attemptCounts) wait() { a.flush() }
+
+// flush writes the pending counts in one store batch (nothing when there
+// are none). A store error is logged by run; the counts are then lost,
+// as a failed write always was.
+func (a *attemptCounts) flush() {
+	a.flushMu.Lock()
+	defer a.flushMu.Unlock()
+	a.mu.Lock()
+	minutes := a.done
+	if a.cur != nil {
+		minutes = append(minutes, a.cur)
+	}
+	a.done = nil
+	a.cur = nil
+	a.mu.Unlock()
+	var incrs []store.Incr
+	for i := 0; i < len(minutes); i++ {
+		incrs = minutes[i].appendIncrs(incrs)
+	}
+	if len(incrs) == 0 {
+		return
+	}
+	// A short deadline of its own: a flush that meets a hung store gives
+	// up as its caller (which tells the guard nothing about the store)
+	// rather than waiting out the guard's timeout and marking the store
+	// down over the requests that follow; and it never probes a store
+	// marked down. The guard's state is the requests' to decide.
+	ctx, cancel := context.WithTimeout(context.Background(), attemptFlushTimeout)
+	defer cancel()
+	l := a.l
+	var err error
+	if bg, ok := l.counters.(backgroundCounter); ok {
+		_, _, err = bg.ApplyIfUp(ctx, incrs, nil)
+	} else {
+		_, _, err = l.counters.Apply(ctx, incrs, nil)
+	}
+	if err == nil {
+		return
+	}
+	l.logStoreError(err)
+	if l.failOpen && l.fallback != nil {
+		_, _, _ = l.fallback.Apply(context.Background(), incrs, nil)
+	}
+}
+
+// backgroundCounter is a store with a write for background work that
+// never probes a store marked down (store.Guarded).
+type backgroundCounter interface {
+	ApplyIfUp(ctx context.Context, incrs []store.Incr, gets []string) ([]int64, []int64, error)
+}
+
+// appendIncrs appends the minute's counter increments: per provider,
+// attempt (and fail, when any) × min, day at the provider level (every
+// model, passthrough included), then the same per provider/model.
+func (m *attemptMinute) appendIncrs(incrs []store.Incr) []store.Incr {
+	for provider, models := range m.cells {
+		var attempts, fails int64
+		for model, c := range models {
+			attempts += c.attempts
+			fails += c.fails
+			if model != "" {
+				incrs = appendHealthIncrs(incrs, "llmgw:provmodel:"+provider+"/"+model+":", c.attempts, c.fails, m.at)
+			}
+		}
+		incrs = appendHealthIncrs(incrs, "llmgw:prov:"+provider+":", attempts, fails, m.at)
+	}
+	return incrs
+}
+
+// appendHealthIncrs appends prefix's attempt and (when fails > 0) fail
+// counters in every health window.
+func appendHealthIncrs(incrs []store.Incr, prefix string, attempts, fails int64, at time.Time) []store.Incr {
+	for j := 0; j < len(healthWindows); j++ {
+		w := healthWindows[j]
+		incrs = append(incrs, store.Incr{Key: prefix + "attempt:" + w.name + ":" + w.bucket(at), Delta: attempts, TTL: w.ttl})
+		if fails > 0 {
+			incrs = append(incrs, store.Incr{Key: prefix + "fail:" + w.name + ":" + w.bucket(at), Delta: fails, TTL: w.ttl})
+		}
+	}
+	return incrs
+}
+
 // recordAttempt counts one upstream attempt, and whether it failed by the
 // provider's fault, per provider and per provider/model (model "" for
-// native passthrough: provider level only). Off the request goroutine;
-// dropped when 64 writes are already in flight.
+// native passthrough: provider level only). Counted in process; written
+// to the store within about attemptFlushEvery, in one batch for every
+// attempt of that second.
 func (l *limiter) recordAttempt(provider, model string, failed bool) {
-	if l.async == nil {
+	a := l.async
+	if a == nil {
 		return
 	}
 	now := l.now()
-	metrics := []string{"attempt"}
-	if failed {
-		metrics = append(metrics, "fail")
+	sec := now.Unix() // unixMinute, inlined
+	minute := sec / 60
+	if sec%60 < 0 {
+		minute--
 	}
-	var incrs []store.Incr
-	for m := 0; m < len(metrics); m++ {
-		for j := 0; j < len(healthWindows); j++ {
-			w := healthWindows[j]
-			incrs = append(incrs, store.Incr{Key: "llmgw:prov:" + provider + ":" + metrics[m] + ":" + w.name + ":" + w.bucket(now), Delta: 1, TTL: w.ttl})
-			if model != "" {
-				incrs = append(incrs, store.Incr{Key: "llmgw:provmodel:" + provider + "/" + model + ":" + metrics[m] + ":" + w.name + ":" + w.bucket(now), Delta: 1, TTL: w.ttl})
-			}
+	a.mu.Lock()
+	m := a.cur
+	if m == nil || m.minute != minute {
+		if m != nil {
+			a.done = append(a.done, m)
 		}
+		m = &attemptMinute{minute: minute, at: now, cells: map[string]map[string]*attemptCell{}}
+		a.cur = m
 	}
-	l.async.submit(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_, _, _ = l.run(ctx, incrs, nil)
-	})
+	models := m.cells[provider]
+	if models == nil {
+		models = map[string]*attemptCell{}
+		m.cells[provider] = models
+	}
+	c := models[model]
+	if c == nil {
+		c = &attemptCell{}
+		models[model] = c
+	}
+	c.attempts++
+	if failed {
+		c.fails++
+	}
+	start := !a.running
+	a.running = true
+	a.mu.Unlock()
+	if start {
+		go a.loop()
+	}
 }

@@ -2,14 +2,17 @@ package gateway
 
 import (
 	"context"
+	"io"
 	"math"
 	"math/rand"
 	"net/http"
+	"runtime"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/llmgateway/llmgateway/gateway/internal/store"
 	"github.com/llmgateway/llmgateway/gateway/internal/translate"
 )
 
@@ -263,33 +266,113 @@ func TestCompileLimitsErrors(t *testing.T) {
 	}
 }
 
-func TestAsyncWriterDropsBeyondCapacity(t *testing.T) {
-	a := newAsyncWriter(64)
-	release := make(chan struct{})
-	var ran atomic.Int64
-	for i := 0; i < 64; i++ {
-		if !a.submit(func() { <-release; ran.Add(1) }) {
-			t.Fatalf("write %d dropped below capacity", i)
+// The provider success-rate counts are aggregated in process: every
+// attempt recorded before wait lands in the store in ONE batch, each in
+// its own minute's buckets, summed per provider (passthrough included)
+// and per provider/model, with no fail key where nothing failed.
+func TestAttemptCountsAggregate(t *testing.T) {
+	clock := &fakeClock{now: time.Date(2026, 11, 30, 10, 14, 59, 0, time.UTC)}
+	l, st, _ := testLimiter(clock, true)
+	rec := &recordingStore{inner: st.inner}
+	st.inner = rec
+	l.async.every = time.Hour // only wait flushes, so the round trips are exact
+	l.recordAttempt("p", "m1", false)
+	l.recordAttempt("p", "m1", true)
+	l.recordAttempt("p", "m1", false)
+	l.recordAttempt("p", "", true)
+	l.recordAttempt("q", "m2", false)
+	l.recordAttempt("q", "m2", false)
+	first := clock.Now()
+	clock.Set(time.Date(2026, 11, 30, 10, 15, 0, 0, time.UTC))
+	l.recordAttempt("p", "m1", true)
+	second := clock.Now()
+	l.async.wait()
+	if n := st.calls.Load(); n != 1 {
+		t.Fatalf("round trips = %d, want 1 for every pending attempt", n)
+	}
+	min1, min2, day := minuteWindow.bucket(first), minuteWindow.bucket(second), dayWindow.bucket(first)
+	keys := []string{
+		"llmgw:prov:p:attempt:min:" + min1, "llmgw:prov:p:fail:min:" + min1,
+		"llmgw:prov:p:attempt:min:" + min2, "llmgw:prov:p:fail:min:" + min2,
+		"llmgw:prov:p:attempt:day:" + day, "llmgw:prov:p:fail:day:" + day,
+		"llmgw:provmodel:p/m1:attempt:min:" + min1, "llmgw:provmodel:p/m1:fail:min:" + min1,
+		"llmgw:provmodel:p/m1:attempt:day:" + day, "llmgw:provmodel:p/m1:fail:day:" + day,
+		"llmgw:prov:q:attempt:day:" + day, "llmgw:provmodel:q/m2:attempt:min:" + min1,
+		"llmgw:provmodel:p/:attempt:day:" + day,
+	}
+	_, got, _ := l.counters.Apply(context.Background(), nil, keys)
+	want := []int64{4, 2, 1, 1, 5, 3, 3, 1, 4, 2, 2, 2, 0}
+	for i := 0; i < len(want); i++ {
+		if got[i] != want[i] {
+			t.Errorf("%s = %d, want %d", keys[i], got[i], want[i])
 		}
 	}
-	if a.submit(func() { ran.Add(1) }) {
-		t.Fatal("the 65th concurrent write was queued, not dropped")
+	// No fail counter is written where nothing failed.
+	for _, k := range rec.keys() {
+		if strings.Contains(k, "q:fail") || strings.Contains(k, "q/m2:fail") {
+			t.Errorf("wrote %s", k)
+		}
 	}
-	if a.dropped.Load() != 1 {
-		t.Fatalf("dropped = %d", a.dropped.Load())
+	// Nothing pending: wait writes nothing.
+	before := st.calls.Load()
+	l.async.wait()
+	if n := st.calls.Load(); n != before {
+		t.Fatalf("an empty flush took %d round trips", n-before)
 	}
-	close(release)
-	a.wait()
-	if ran.Load() != 64 {
-		t.Fatalf("ran %d", ran.Load())
+}
+
+// The background flush writes the counts without anyone waiting, and its
+// goroutine exits once nothing is pending.
+func TestAttemptCountsFlushInBackground(t *testing.T) {
+	clock := &fakeClock{now: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	primary := &recordingStore{inner: newMemoryStore(clock.Now), applied: make(chan int, 4)}
+	l := newLimiter(primary, nil, false, clock.Now, newLogger("test", io.Discard))
+	l.async.every = time.Millisecond
+	l.recordAttempt("p", "m1", false)
+	if n := <-primary.applied; n != 4 {
+		t.Fatalf("the flush wrote %d counters, want 4", n)
 	}
-	if !a.submit(func() {}) {
-		t.Fatal("capacity not released")
+	for {
+		l.async.mu.Lock()
+		running := l.async.running
+		l.async.mu.Unlock()
+		if !running {
+			break
+		}
+		runtime.Gosched()
 	}
-	a.wait()
-	// A panicking write frees its slot and never reaches the caller.
-	a.submit(func() { panic("boom") })
-	a.wait()
+	_, got, _ := primary.inner.Apply(context.Background(), nil, []string{"llmgw:provmodel:p/m1:attempt:min:" + minuteWindow.bucket(clock.Now())})
+	if got[0] != 1 {
+		t.Fatalf("attempt counter = %d", got[0])
+	}
+}
+
+// recordingStore records every increment's key and, when applied is
+// set, reports each Apply's increment count on it.
+type recordingStore struct {
+	inner   store.Counter
+	applied chan int
+	mu      sync.Mutex
+	written []string
+}
+
+func (s *recordingStore) Apply(ctx context.Context, incrs []store.Incr, gets []string) ([]int64, []int64, error) {
+	s.mu.Lock()
+	for i := 0; i < len(incrs); i++ {
+		s.written = append(s.written, incrs[i].Key)
+	}
+	s.mu.Unlock()
+	a, b, err := s.inner.Apply(ctx, incrs, gets)
+	if s.applied != nil {
+		s.applied <- len(incrs)
+	}
+	return a, b, err
+}
+
+func (s *recordingStore) keys() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.written...)
 }
 
 // limitsGateway serves one openai provider with the given groups/users
@@ -483,4 +566,42 @@ func TestPassthroughCostAccounted(t *testing.T) {
 // id is escaped so two scopes can never share a key.
 func counterKey(kind, id, metric string, w *window, t time.Time) string {
 	return scopePrefix(kind, id) + metric + ":" + w.name + ":" + w.bucket(t)
+}
+
+// The per-minute key cache of a scope set: a new minute gets new keys
+// (and new hour/day/month buckets at their edges), and a different
+// slice headed by the same scope never reuses another slice's keys.
+func TestLimiterKeyCache(t *testing.T) {
+	clock := &fakeClock{now: time.Date(2026, 11, 30, 23, 59, 59, 0, time.UTC)}
+	l, _, _ := testLimiter(clock, true)
+	scopes := []limitScope{newLimitScope("user", "a:b", nil), newLimitScope("group", "g", nil), newLimitScope("total", "all", nil)}
+	u := translate.Usage{PromptTokens: 3, CompletionTokens: 2}
+	before := clock.Now()
+	if e := l.checkAndCount(context.Background(), scopes); e != nil {
+		t.Fatal(e)
+	}
+	l.account(context.Background(), scopes, u, 7)
+	clock.Set(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	after := clock.Now()
+	if e := l.checkAndCount(context.Background(), scopes[:2]); e != nil {
+		t.Fatal(e)
+	}
+	l.account(context.Background(), scopes[:2], translate.Usage{PromptTokens: 1}, 0)
+	if e := l.checkAndCount(context.Background(), scopes); e != nil {
+		t.Fatal(e)
+	}
+	keys := []string{
+		counterKey("user", "a:b", "req", minuteWindow, before), counterKey("user", "a:b", "req", minuteWindow, after),
+		counterKey("total", "all", "req", monthWindow, before), counterKey("total", "all", "req", monthWindow, after),
+		counterKey("group", "g", "tokin", dayWindow, before), counterKey("group", "g", "tokin", dayWindow, after),
+		counterKey("total", "all", "tokin", dayWindow, after), counterKey("total", "all", "cost", hourWindow, before),
+		counterKey("user", "a:b", "tokout", monthWindow, before), counterKey("user", "a:b", "req", dayWindow, after),
+	}
+	_, got, _ := l.counters.Apply(context.Background(), nil, keys)
+	want := []int64{1, 2, 1, 1, 3, 1, 0, 7, 2, 2}
+	for i := 0; i < len(want); i++ {
+		if got[i] != want[i] {
+			t.Errorf("%s = %d, want %d", keys[i], got[i], want[i])
+		}
+	}
 }

@@ -97,13 +97,13 @@ func compileUser(field string, uc *UserConfig, groups map[string]*grant) (compil
 // own (enforced when the user has limits), each member group's (enforced
 // when the group has limits), and the synthetic total (never enforced).
 func userScopes(u *userRuntime, limits *compiledLimits) []limitScope {
-	scopes := []limitScope{{kind: "user", id: u.name, limits: limits, prefix: scopePrefix("user", u.name)}}
+	scopes := []limitScope{newLimitScope("user", u.name, limits)}
 	for i := 0; i < len(u.grants); i++ {
 		if g := u.grants[i]; !g.personal {
-			scopes = append(scopes, limitScope{kind: "group", id: g.group, limits: g.limits, prefix: scopePrefix("group", g.group)})
+			scopes = append(scopes, newLimitScope("group", g.group, g.limits))
 		}
 	}
-	return append(scopes, limitScope{kind: "total", id: "all", prefix: scopePrefix("total", "all")})
+	return append(scopes, newLimitScope("total", "all", nil))
 }
 
 // mergeUsers overlays file users on inline ones (a file user replaces the

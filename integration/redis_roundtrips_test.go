@@ -27,8 +27,9 @@ import (
 // make the count ambiguous. Each turn is then classified by the key
 // families it touches: req counters (+ the budget MGET) = check-and-count,
 // tokin/tokout/cost counters = accounting, llmgw:prov/llmgw:provmodel =
-// the asynchronous provider success-rate write every upstream attempt
-// makes (which is off the request path and accounted separately). A
+// the provider success-rate counts, aggregated in process and written
+// in the background about once a second (off the request path and
+// accounted separately). A
 // cross-check with Redis's own total_commands_processed proves the proxy
 // saw every command.
 func TestRedisRoundTripsPerRequest(t *testing.T) {
@@ -76,25 +77,22 @@ func TestRedisRoundTripsPerRequest(t *testing.T) {
 			require.Equal(t, http.StatusOK, r.status, "%s", r)
 		}
 	}
-	// The success-rate writes are asynchronous: wait for all of them.
+	// The success-rate counts are aggregated in process and flushed about
+	// once a second: wait until the provider-level attempt counters
+	// written add up to every attempt.
 	attempts := 2 * perUser
 	var turns []redisproc.Turn
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for {
 		turns = proxy.Turns()
-		prov := 0
-		for _, tr := range turns {
-			if k, _, _ := classifyTurn(tr); k == "prov" {
-				prov++
-			}
-		}
-		if prov >= attempts || time.Now().After(deadline) {
+		if provAttempts(turns) >= attempts || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	time.Sleep(200 * time.Millisecond) // anything late would show up now
 	turns = proxy.Turns()
+	assert.Equal(t, attempts, provAttempts(turns), "provider-level attempts written")
 
 	counts := map[string]int{}
 	sequence := map[string][]string{}
@@ -126,15 +124,18 @@ func TestRedisRoundTripsPerRequest(t *testing.T) {
 		case "account/solo":
 			assert.Equal(t, 3*3*3, incrs, "account turn %d: 3 scopes × tokin/tokout/cost × hour/day/month", tr.Seq)
 		case "prov/":
-			assert.Equal(t, 4, incrs, "success-rate turn %d: attempt × min/day × provider and provider/model", tr.Seq)
+			// attempt × min/day × provider and provider/model, per minute
+			// flushed (no fail counters: nothing failed).
+			assert.True(t, incrs > 0 && incrs%4 == 0, "success-rate turn %d: %d increments", tr.Seq, incrs)
 		}
 	}
 	t.Logf("Redis turns seen by the proxy: %v (%d commands in %d turns)", counts, sentCommands, len(turns))
 	assert.Equal(t, map[string]int{
 		"check/multi": perUser, "account/multi": perUser,
 		"check/solo": perUser, "account/solo": perUser,
-		"prov/": attempts,
-	}, counts, "turns by kind/user")
+	}, withoutProv(counts), "turns by kind/user")
+	assert.GreaterOrEqual(t, counts["prov/"], 1, "success-rate turns")
+	assert.LessOrEqual(t, counts["prov/"], attempts, "success-rate turns (aggregated: at most one per attempt)")
 	for _, user := range []string{"multi", "solo"} {
 		var want []string
 		for i := 0; i < perUser; i++ {
@@ -231,4 +232,30 @@ func turnShape(tr redisproc.Turn) (scopes []string, incrs, mgets int) {
 	}
 	sort.Strings(scopes)
 	return scopes, incrs, mgets
+}
+
+// provAttempts sums the deltas of the provider-level attempt counters
+// (llmgw:prov:{provider}:attempt:min:...) the turns incremented.
+func provAttempts(turns []redisproc.Turn) int {
+	n := 0
+	for _, tr := range turns {
+		for _, cmd := range tr.Commands {
+			if len(cmd) == 3 && strings.ToUpper(cmd[0]) == "INCRBY" && strings.HasPrefix(cmd[1], "llmgw:prov:") && strings.Contains(cmd[1], ":attempt:min:") {
+				d, _ := strconv.Atoi(cmd[2])
+				n += d
+			}
+		}
+	}
+	return n
+}
+
+// withoutProv is counts without the success-rate turns.
+func withoutProv(counts map[string]int) map[string]int {
+	out := map[string]int{}
+	for k, v := range counts {
+		if k != "prov/" {
+			out[k] = v
+		}
+	}
+	return out
 }

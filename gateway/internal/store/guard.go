@@ -112,6 +112,18 @@ func (s *Guarded) Apply(ctx context.Context, incrs []Incr, gets []string) ([]int
 	return a, b, err
 }
 
+// ApplyIfUp is Apply for background writes: while the store is marked
+// down it fails at once with the cooldown error, even after the cooldown
+// has passed, leaving the probe to a foreground operation (a periodic
+// background write would otherwise probe at arbitrary times and, against
+// a still-hung Redis, extend the cooldown over the requests that follow).
+func (s *Guarded) ApplyIfUp(ctx context.Context, incrs []Incr, gets []string) ([]int64, []int64, error) {
+	if s.downUntil.Load() != 0 {
+		return nil, nil, errCoolingDown
+	}
+	return s.Apply(ctx, incrs, gets)
+}
+
 // GetBlob is the inner GetBlob under the guard.
 func (s *Guarded) GetBlob(ctx context.Context, key string) ([]byte, bool, error) {
 	ok, probe := s.begin()

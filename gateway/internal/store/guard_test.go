@@ -193,3 +193,25 @@ func TestGuardedCallerCancellation(t *testing.T) {
 		t.Fatalf("a caller's cancellation marked the store down: %v", err)
 	}
 }
+
+// ApplyIfUp never probes: while the store is marked down it fails at
+// once, after the cooldown too, until a foreground operation finds the
+// store up again.
+func TestGuardedApplyIfUpNeverProbes(t *testing.T) {
+	inner := &scriptedStore{}
+	g, clock := guardedForTest(inner)
+	g.downUntil.Store(clock.Now().Add(time.Second).UnixNano())
+	clock.Add(2 * time.Second)
+	if _, _, err := g.ApplyIfUp(context.Background(), []Incr{{Key: "k", Delta: 1, TTL: time.Second}}, nil); err != errCoolingDown {
+		t.Fatalf("background write while down: %v", err)
+	}
+	if _, _, err := g.Apply(context.Background(), []Incr{{Key: "k", Delta: 1, TTL: time.Second}}, nil); err != nil {
+		t.Fatalf("the foreground probe: %v", err)
+	}
+	if _, _, err := g.ApplyIfUp(context.Background(), []Incr{{Key: "k", Delta: 1, TTL: time.Second}}, nil); err != nil {
+		t.Fatalf("background write once up: %v", err)
+	}
+	if n := inner.calls.Load(); n != 2 {
+		t.Fatalf("inner calls = %d, want 2 (the probe and the write after it)", n)
+	}
+}

@@ -15,13 +15,19 @@ type Memory struct {
 	entries   map[string]*memoryEntry
 	now       func() time.Time
 	retention func(time.Duration) time.Duration
-	ops       int
+	// keep memoizes retention: how long (nanoseconds) a key written with
+	// a TTL is kept, so Apply calls retention once per distinct TTL.
+	keep map[time.Duration]int64
+	ops  int
 }
 
 type memoryEntry struct {
 	value   int64
-	expires time.Time
+	expires int64 // unix nanoseconds on the store's clock
 }
+
+// memoryMaxKeep bounds how long a key is kept.
+const memoryMaxKeep = 100 * 365 * 24 * time.Hour
 
 // memorySweepEvery is how many Apply calls pass between two sweeps of
 // expired keys.
@@ -30,52 +36,71 @@ const memorySweepEvery = 4096
 // NewMemory returns an empty in-process store. now is its clock (nil:
 // time.Now). retention maps an increment's TTL to how long the store
 // keeps the key (nil: the TTL itself), so a long-running process need
-// not keep every counter as long as Redis would.
+// not keep every counter as long as Redis would. retention must be a
+// pure function of the TTL: the store remembers its answers.
 func NewMemory(now func() time.Time, retention func(ttl time.Duration) time.Duration) *Memory {
 	if now == nil {
 		now = time.Now
 	}
-	return &Memory{entries: make(map[string]*memoryEntry), now: now, retention: retention}
+	return &Memory{entries: make(map[string]*memoryEntry), now: now, retention: retention, keep: make(map[time.Duration]int64)}
 }
 
-// Apply performs the batch under one lock; it never fails.
+// Apply performs the batch under one lock; it never fails. It only reads
+// incrs and gets.
 func (m *Memory) Apply(ctx context.Context, incrs []Incr, gets []string) ([]int64, []int64, error) {
-	now := m.now()
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	now := m.now().UnixNano()
+	m.mu.Lock() // unlocked without defer (cheaper interpreted): nothing below panics
 	m.ops++
 	if m.ops%memorySweepEvery == 0 {
 		m.sweep(now)
 	}
 	incrOut := make([]int64, len(incrs))
 	for i := 0; i < len(incrs); i++ {
-		in := incrs[i]
+		in := &incrs[i]
+		keep, ok := m.keep[in.TTL]
+		if !ok {
+			keep = m.keepFor(in.TTL)
+		}
 		e := m.entries[in.Key]
-		if e == nil || !now.Before(e.expires) {
-			e = &memoryEntry{}
+		if e == nil {
+			e = &memoryEntry{value: in.Delta, expires: now + keep}
 			m.entries[in.Key] = e
+		} else if now >= e.expires {
+			e.value = in.Delta
+			e.expires = now + keep
+		} else {
+			e.value += in.Delta
+			e.expires = now + keep
 		}
-		e.value += in.Delta
-		keep := in.TTL
-		if m.retention != nil {
-			keep = m.retention(in.TTL)
-		}
-		e.expires = now.Add(keep)
 		incrOut[i] = e.value
 	}
 	getOut := make([]int64, len(gets))
 	for i := 0; i < len(gets); i++ {
-		if e := m.entries[gets[i]]; e != nil && now.Before(e.expires) {
+		if e := m.entries[gets[i]]; e != nil && now < e.expires {
 			getOut[i] = e.value
 		}
 	}
+	m.mu.Unlock()
 	return incrOut, getOut, nil
 }
 
+// keepFor computes and memoizes how long a key written with ttl is kept.
+func (m *Memory) keepFor(ttl time.Duration) int64 {
+	keep := ttl
+	if m.retention != nil {
+		keep = m.retention(ttl)
+	}
+	if keep > memoryMaxKeep {
+		keep = memoryMaxKeep // unix nanos + keep must not overflow
+	}
+	m.keep[ttl] = int64(keep)
+	return int64(keep)
+}
+
 // sweep drops expired keys; called every memorySweepEvery operations.
-func (m *Memory) sweep(now time.Time) {
+func (m *Memory) sweep(now int64) {
 	for k, e := range m.entries {
-		if !now.Before(e.expires) {
+		if now >= e.expires {
 			delete(m.entries, k)
 		}
 	}
