@@ -5,11 +5,14 @@ import (
 	"net/http"
 	"strconv"
 	"testing"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/translate"
 )
 
 // BenchmarkRelaySSE500 relays a 500-event OpenAI stream verbatim, the
-// way an openai-type provider's stream reaches the client: the baseline
-// for internal/translate's BenchmarkTranslateStream500, which pushes the
+// way relayEvents passes an openai-type provider's stream to the client
+// (terminator check and usage sniffing included): the baseline for
+// internal/translate's BenchmarkTranslateStream500, which pushes the
 // same number of events through a translator.
 func BenchmarkRelaySSE500(b *testing.B) {
 	var in bytes.Buffer
@@ -22,8 +25,9 @@ func BenchmarkRelaySSE500(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	for i := 0; i < b.N; i++ {
 		w := &discardFlusher{}
-		res := relaySSE(w, bytes.NewReader(data), maxUpstreamResponseBytes, openAIFormat.isStreamEnd, nil)
-		if !res.sawEnd {
+		var u translate.Usage
+		res := relayEventStream(w, bytes.NewReader(data), maxUpstreamResponseBytes, openAIFormat.streamEndMark, openAIFormat.isStreamEnd, nil, &u)
+		if !res.sawEnd || res.events != 501 {
 			b.Fatal("no [DONE]")
 		}
 	}

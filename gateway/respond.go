@@ -129,7 +129,7 @@ func (s *streamWriter) write(b []byte) {
 }
 
 // relayEvents relays an upstream event stream in the client's own wire
-// shape, verbatim and event by event (relaySSE), and, when it does not
+// shape, verbatim and event by event (relayEventStream), and, when it does not
 // end cleanly (read error, stall, size cap, no terminator), appends the
 // format's mid-stream error so the client can tell a cut stream from a
 // finished one.
@@ -138,9 +138,7 @@ func (c *call) relayEvents(x *exchange, o *outbound) *outcome {
 	copyResponseHeaders(c.w.Header(), x.resp.Header)
 	c.startStream(x.resp.StatusCode)
 	out := &outcome{status: x.resp.StatusCode, streamed: true}
-	res := relaySSE(c.w, x.body, maxUpstreamResponseBytes, c.format.isStreamEnd, func(ev sse.Event) {
-		translate.UsageFromJSON(ev.Data, &out.usage)
-	})
+	res := relayEventStream(c.w, x.body, maxUpstreamResponseBytes, c.format.streamEndMark, c.format.isStreamEnd, nil, &out.usage)
 	if c.r.Context().Err() != nil {
 		c.clientLeft(out, p, res.events)
 		return out
