@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"io"
 	"net/http"
 	"strconv"
 	"testing"
@@ -31,6 +32,44 @@ func BenchmarkRelaySSE500(b *testing.B) {
 			b.Fatal("no [DONE]")
 		}
 	}
+}
+
+// BenchmarkRelaySSE500Trickled is BenchmarkRelaySSE500 with the
+// upstream delivering one event per Read, as a model generating tokens
+// does: the relay's per-Read work counts for every event.
+func BenchmarkRelaySSE500Trickled(b *testing.B) {
+	var in bytes.Buffer
+	for i := 0; i < 500; i++ {
+		in.WriteString("data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"token" + strconv.Itoa(i) + " \"},\"finish_reason\":null}]}\n\n")
+	}
+	in.WriteString("data: [DONE]\n\n")
+	data := in.Bytes()
+	b.ReportAllocs()
+	b.SetBytes(int64(len(data)))
+	for i := 0; i < b.N; i++ {
+		w := &discardFlusher{}
+		var u translate.Usage
+		res := relayEventStream(w, &eventPerRead{data: data}, maxUpstreamResponseBytes, openAIFormat.streamEndMark, openAIFormat.isStreamEnd, nil, &u)
+		if !res.sawEnd || res.events != 501 {
+			b.Fatal("no [DONE]")
+		}
+	}
+}
+
+// eventPerRead returns its data one event ("...\n\n") per Read.
+type eventPerRead struct{ data []byte }
+
+func (e *eventPerRead) Read(p []byte) (int, error) {
+	if len(e.data) == 0 {
+		return 0, io.EOF
+	}
+	n := bytes.Index(e.data, []byte("\n\n")) + 2
+	if n < 2 {
+		n = len(e.data)
+	}
+	n = copy(p, e.data[:n])
+	e.data = e.data[n:]
+	return n, nil
 }
 
 // discardFlusher is a ResponseWriter that drops what it is given.

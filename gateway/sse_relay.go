@@ -66,8 +66,11 @@ func relayEventStream(w http.ResponseWriter, body io.Reader, limit int64, endMar
 			return res
 		}
 		// Without a '\r' in the run, every event ends at the first "\n\n"
-		// (or is a lone blank line).
+		// (or is a lone blank line). A mark absent from the run is absent
+		// from each of its events.
 		lfOnly := bytes.IndexByte(run, '\r') < 0
+		mayEnd := isEnd != nil && (endMark == nil || bytes.Contains(run, endMark))
+		mayUsage := usage != nil && bytes.Contains(run, usageMark)
 		for len(run) > 0 {
 			n := 0
 			if lfOnly && run[0] != '\n' {
@@ -86,13 +89,13 @@ func relayEventStream(w http.ResponseWriter, body io.Reader, limit int64, endMar
 			}
 			if field {
 				res.events++
-				if onEvent != nil || endMark == nil && isEnd != nil || endMark != nil && bytes.Contains(raw, endMark) ||
-					usage != nil && bytes.Contains(raw, usageMark) {
+				if onEvent != nil || mayEnd && (endMark == nil || bytes.Contains(raw, endMark)) ||
+					mayUsage && bytes.Contains(raw, usageMark) {
 					ev := sse.ParseEvent(raw)
-					if isEnd != nil && isEnd(ev) {
+					if mayEnd && isEnd(ev) {
 						res.sawEnd = true
 					}
-					if usage != nil {
+					if mayUsage {
 						translate.UsageFromJSON(ev.Data, usage)
 					}
 					if onEvent != nil {

@@ -176,15 +176,28 @@ func (s *Reader) Events() ([]byte, error) {
 		s.run = nil
 		return run, nil
 	}
+	// The state lives in locals until the return: under Yaegi a field
+	// access costs as much as a compiled call.
+	buf := s.buf
+	start := s.start
+	end := s.end
+	scanned := s.scanned
+	room := s.limit - s.consumed
 	for {
-		p := s.buf[s.start:s.end]
+		p := buf[start:end]
 		q := p
-		if room := s.limit - s.consumed; int64(len(q)) > room {
+		if int64(len(q)) > room {
 			q = q[:room]
 		}
-		if n := lastEventEnd(q, s.scanned); n > 0 {
+		n := 0
+		if len(q) > scanned {
+			n = lastEventEnd(q, scanned)
+		}
+		if n > 0 {
+			s.buf = buf
+			s.start = start + n
+			s.end = end
 			s.scanned = 0
-			s.start += n
 			s.consumed += int64(n)
 			return p[:n:n], nil
 		}
@@ -195,8 +208,12 @@ func (s *Reader) Events() ([]byte, error) {
 		}
 		// An event end found later lies in bytes not read yet: whether a
 		// '\n' ends a blank line depends only on the bytes before it.
-		s.scanned = len(p)
+		scanned = len(p)
 		if s.err != nil {
+			s.buf = buf
+			s.start = start
+			s.end = end
+			s.scanned = scanned
 			// A final event without its blank line is incomplete.
 			if s.Verbatim {
 				s.partial = len(p) > 0
@@ -205,7 +222,35 @@ func (s *Reader) Events() ([]byte, error) {
 			}
 			return nil, s.err
 		}
-		s.fill()
+		// Read once into the free end of the buffer, first moving the
+		// unfinished event to the front, or growing the buffer when that
+		// event fills most of it.
+		if buf == nil {
+			buf = make([]byte, readerBufSize)
+		}
+		if start == end {
+			start = 0
+			end = 0
+		}
+		if len(buf)-end < len(buf)/4 {
+			if start > 0 {
+				end = copy(buf, buf[start:end])
+				start = 0
+			}
+			if len(buf)-end < len(buf)/4 {
+				grown := make([]byte, 2*len(buf))
+				copy(grown, buf[:end])
+				buf = grown
+			}
+		}
+		m, err := s.r.Read(buf[end:])
+		if m > 0 {
+			end += m
+			s.read += int64(m)
+		}
+		if err != nil {
+			s.err = err
+		}
 	}
 }
 
@@ -227,38 +272,6 @@ func (s *Reader) Next() (Event, error) {
 		if ev.HasField || s.Verbatim {
 			return ev, nil
 		}
-	}
-}
-
-// fill reads once from r into the free end of the buffer, first moving
-// the unfinished event to the front, or growing the buffer when that
-// event fills most of it.
-func (s *Reader) fill() {
-	if s.buf == nil {
-		s.buf = make([]byte, readerBufSize)
-	}
-	if s.start == s.end {
-		s.start = 0
-		s.end = 0
-	}
-	if len(s.buf)-s.end < len(s.buf)/4 {
-		if s.start > 0 {
-			s.end = copy(s.buf, s.buf[s.start:s.end])
-			s.start = 0
-		}
-		if len(s.buf)-s.end < len(s.buf)/4 {
-			grown := make([]byte, 2*len(s.buf))
-			copy(grown, s.buf[:s.end])
-			s.buf = grown
-		}
-	}
-	n, err := s.r.Read(s.buf[s.end:])
-	if n > 0 {
-		s.end += n
-		s.read += int64(n)
-	}
-	if err != nil {
-		s.err = err
 	}
 }
 
