@@ -135,7 +135,9 @@ type Reader struct {
 	start int
 	end   int
 	run   []byte // what Events returned that Next has not handed out
-	limit int64
+	// lfOnly says run holds no '\r'.
+	lfOnly bool
+	limit  int64
 	// read counts the bytes read from r; consumed those returned by
 	// Events.
 	read     int64
@@ -258,16 +260,52 @@ func (s *Reader) Events() ([]byte, error) {
 // stream, ErrTooLarge past the limit, or the underlying read error.
 func (s *Reader) Next() (Event, error) {
 	for {
-		if len(s.run) == 0 {
-			run, err := s.Events()
+		run := s.run
+		if len(run) == 0 {
+			r, err := s.Events()
 			if err != nil {
 				return Event{}, err
 			}
-			s.run = run
+			run = r
+			s.lfOnly = bytes.IndexByte(run, '\r') < 0
 		}
-		n := EventLen(s.run)
-		raw := s.run[:n:n]
-		s.run = s.run[n:]
+		if s.lfOnly && run[0] != '\n' {
+			// Without a '\r' the event ends at the first "\n\n". The
+			// common events, a "data:" line after an "event:" line or not,
+			// are read here with no loop and no further call.
+			i := bytes.Index(run, lf2)
+			raw := run[: i+2 : i+2]
+			s.run = run[i+2:]
+			j := bytes.IndexByte(raw, '\n')
+			if j == i && i > 4 && raw[4] == ':' && raw[0] == 'd' && raw[1] == 'a' && raw[2] == 't' && raw[3] == 'a' {
+				v := raw[5:i]
+				if len(v) > 0 && v[0] == ' ' {
+					v = v[1:]
+				}
+				return Event{Data: v, Raw: raw, HasField: true}, nil
+			}
+			if j > 5 && j+6 < i && raw[5] == ':' && raw[0] == 'e' && raw[1] == 'v' && raw[2] == 'e' && raw[3] == 'n' && raw[4] == 't' &&
+				raw[j+5] == ':' && raw[j+1] == 'd' && raw[j+2] == 'a' && raw[j+3] == 't' && raw[j+4] == 'a' &&
+				bytes.IndexByte(raw[j+1:i], '\n') < 0 {
+				name := raw[6:j]
+				if len(name) > 0 && name[0] == ' ' {
+					name = name[1:]
+				}
+				v := raw[j+6 : i]
+				if len(v) > 0 && v[0] == ' ' {
+					v = v[1:]
+				}
+				return Event{Name: string(name), Data: v, Raw: raw, HasField: true}, nil
+			}
+			ev := parseEvent(raw, &s.joined)
+			if ev.HasField || s.Verbatim {
+				return ev, nil
+			}
+			continue
+		}
+		n := EventLen(run)
+		raw := run[:n:n]
+		s.run = run[n:]
 		ev := parseEvent(raw, &s.joined)
 		if ev.HasField || s.Verbatim {
 			return ev, nil
@@ -292,18 +330,32 @@ func ParseEvent(raw []byte) Event {
 
 // parseEvent is ParseEvent joining several data lines in *joined.
 func parseEvent(raw []byte, joined *[]byte) Event {
+	// The common events, without a loop over lines: one "data:" line,
+	// after an "event:" line or not, then the blank line (LF only).
 	n := len(raw)
-	// The common event: one "data:" line, then the blank line.
-	if n > 7 && raw[n-1] == '\n' && raw[n-2] == '\n' && raw[4] == ':' && string(raw[:4]) == "data" &&
-		bytes.IndexByte(raw[:n-2], '\n') < 0 {
-		v := raw[5 : n-2]
-		if v[0] == ' ' {
-			v = v[1:]
+	if n > 7 && raw[n-1] == '\n' && raw[n-2] == '\n' {
+		rest := raw
+		name := ""
+		if raw[5] == ':' && string(raw[:5]) == "event" {
+			if i := bytes.IndexByte(raw, '\n'); i < n-2 && raw[i-1] != '\r' {
+				v := raw[6:i]
+				if len(v) > 0 && v[0] == ' ' {
+					v = v[1:]
+				}
+				name = string(v)
+				rest = raw[i+1:]
+			}
 		}
-		if m := len(v); m > 0 && v[m-1] == '\r' {
-			v = v[:m-1]
+		if m := len(rest); m > 7 && rest[4] == ':' && string(rest[:4]) == "data" && bytes.IndexByte(rest[:m-2], '\n') < 0 {
+			v := rest[5 : m-2]
+			if v[0] == ' ' {
+				v = v[1:]
+			}
+			if k := len(v); k > 0 && v[k-1] == '\r' {
+				v = v[:k-1]
+			}
+			return Event{Name: name, Data: v[:len(v):len(v)], Raw: raw, HasField: true}
 		}
-		return Event{Data: v[:len(v):len(v)], Raw: raw, HasField: true}
 	}
 	ev := Event{Raw: raw}
 	dataLines := 0

@@ -203,6 +203,9 @@ func FuzzReaderMatchesParser(f *testing.F) {
 	f.Add([]byte("data: x\r\ndata: y\r\n\r\n: c\n\ndata"), uint8(3))
 	f.Add([]byte("\n\n\r\n:only comments\n\ndata:\n\ndata: a\r\n\ndata: b\n\r\n"), uint8(2))
 	f.Add([]byte("data: one\n\ndata: two\n\ndata: [DONE]\n\n"), uint8(0))
+	f.Add([]byte("event: x\ndata:\n\nevent: y\r\ndata: z\n\nevent: e\n\n"), uint8(0))
+	f.Add([]byte("event:\ndata: x\n\nevent:  y\ndata:  z\n\nevent: a\ndata: b\ndata: c\n\ndata:  q\n\ndata\n\n"), uint8(0))
+	f.Add([]byte("a\n\nab\n\ndata\n\n"), uint8(0))
 	f.Fuzz(func(t *testing.T, in []byte, step uint8) {
 		want, tail := parseWithParser(in)
 		var r io.Reader = bytes.NewReader(in)
