@@ -429,6 +429,16 @@ func EventLen(p []byte) int {
 	return i + 2
 }
 
+// LastEventEnd is the offset just past the last event end (blank line)
+// in p, or 0 when p holds no complete event: p[:LastEventEnd(p, 0)] is
+// whole events, the rest an unfinished one. from says how much of p is
+// already known to hold no event end: whether a '\n' ends a blank line
+// depends only on the bytes before it, so after appending to an
+// unfinished event only the new bytes need a look.
+func LastEventEnd(p []byte, from int) int {
+	return lastEventEnd(p, from)
+}
+
 // lastEventEnd is the offset just past the last event end in p, or 0
 // when p holds no complete event; from says how much of p is already
 // known to hold none (a previous call's). It walks back from the end a
