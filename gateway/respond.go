@@ -166,6 +166,7 @@ func (c *call) relayTranslated(x *exchange, o *outbound, st translate.StreamTran
 	sw := newStreamWriter(c.w)
 	rd := sse.NewReader(x.body, maxUpstreamResponseBytes)
 	var payloads []translate.Payload
+	frame := c.format.frame
 	events := 0
 	var e *apiError
 	for {
@@ -190,8 +191,19 @@ func (c *call) relayTranslated(x *exchange, o *outbound, st translate.StreamTran
 		}
 		events++
 		payloads, e = st.Event(ev, payloads[:0])
-		sw.buf = c.format.framePayloads(sw.buf[:0], payloads)
-		sw.write(sw.buf)
+		// Framed and written here, not through framePayloads and sw.write:
+		// under Yaegi each method call costs more than the framing.
+		if len(payloads) > 0 {
+			buf := sw.buf[:0]
+			for i := 0; i < len(payloads); i++ {
+				buf = frame(buf, payloads[i])
+			}
+			sw.buf = buf
+			_, _ = c.w.Write(buf)
+			if sw.flusher != nil {
+				sw.flusher.Flush()
+			}
+		}
 		if e != nil {
 			e = attributed(p, e)
 			break

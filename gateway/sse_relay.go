@@ -90,7 +90,7 @@ func relayEventStream(w http.ResponseWriter, body io.Reader, limit int64, endMar
 			if field {
 				res.events++
 				if onEvent != nil || mayEnd && (endMark == nil || bytes.Contains(raw, endMark)) ||
-					mayUsage && bytes.Contains(raw, usageMark) {
+					mayUsage && bytes.Contains(raw, usageMark) && translate.MayHoldUsage(raw) {
 					ev := sse.ParseEvent(raw)
 					if mayEnd && isEnd(ev) {
 						res.sawEnd = true
