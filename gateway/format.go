@@ -31,6 +31,9 @@ type wireFormat struct {
 	// isStreamEnd recognises the format's own terminator in a stream
 	// relayed from an upstream that speaks the same format.
 	isStreamEnd func(ev sse.Event) bool
+	// streamEndMark is in the raw bytes of every event isStreamEnd
+	// accepts: the relay asks isStreamEnd only about events holding it.
+	streamEndMark []byte
 	// idPrefix starts the ids of responses the gateway builds itself.
 	idPrefix string
 	// readRequest validates a JSON request body and reads what the
@@ -43,6 +46,10 @@ type wireFormat struct {
 // openAIFormat on purpose: Yaegi initialises package variables in source
 // order, not dependency order.
 var sseDone = []byte("data: [DONE]\n\n")
+
+// sseDoneData is the terminator's data; an event whose data, trimmed,
+// is anything else is not the terminator.
+var sseDoneData = []byte("[DONE]")
 
 // openAIFormat is the OpenAI wire shape: the error envelope
 // {"error":{...}}, streams as "data: <json>" events ending with
@@ -60,10 +67,11 @@ var openAIFormat = &wireFormat{
 		return sse.AppendData(dst, openAIErrorJSON(e, false))
 	},
 	isStreamEnd: func(ev sse.Event) bool {
-		return bytes.Equal(bytes.TrimSpace(ev.Data), []byte("[DONE]"))
+		return bytes.Equal(bytes.TrimSpace(ev.Data), sseDoneData)
 	},
-	idPrefix:    "chatcmpl-",
-	readRequest: parseJSONRequest,
+	streamEndMark: sseDoneData,
+	idPrefix:      "chatcmpl-",
+	readRequest:   parseJSONRequest,
 }
 
 // framePayloads frames payloads in f's shape, appended to dst.

@@ -129,7 +129,7 @@ func (s *streamWriter) write(b []byte) {
 }
 
 // relayEvents relays an upstream event stream in the client's own wire
-// shape, verbatim and event by event (relaySSE), and, when it does not
+// shape, verbatim and event by event (relayEventStream), and, when it does not
 // end cleanly (read error, stall, size cap, no terminator), appends the
 // format's mid-stream error so the client can tell a cut stream from a
 // finished one.
@@ -138,9 +138,7 @@ func (c *call) relayEvents(x *exchange, o *outbound) *outcome {
 	copyResponseHeaders(c.w.Header(), x.resp.Header)
 	c.startStream(x.resp.StatusCode)
 	out := &outcome{status: x.resp.StatusCode, streamed: true}
-	res := relaySSE(c.w, x.body, maxUpstreamResponseBytes, c.format.isStreamEnd, func(ev sse.Event) {
-		translate.UsageFromJSON(ev.Data, &out.usage)
-	})
+	res := relayEventStream(c.w, x.body, maxUpstreamResponseBytes, c.format.streamEndMark, c.format.isStreamEnd, nil, &out.usage)
 	if c.r.Context().Err() != nil {
 		c.clientLeft(out, p, res.events)
 		return out
@@ -168,6 +166,7 @@ func (c *call) relayTranslated(x *exchange, o *outbound, st translate.StreamTran
 	sw := newStreamWriter(c.w)
 	rd := sse.NewReader(x.body, maxUpstreamResponseBytes)
 	var payloads []translate.Payload
+	frame := c.format.frame
 	events := 0
 	var e *apiError
 	for {
@@ -192,8 +191,19 @@ func (c *call) relayTranslated(x *exchange, o *outbound, st translate.StreamTran
 		}
 		events++
 		payloads, e = st.Event(ev, payloads[:0])
-		sw.buf = c.format.framePayloads(sw.buf[:0], payloads)
-		sw.write(sw.buf)
+		// Framed and written here, not through framePayloads and sw.write:
+		// under Yaegi each method call costs more than the framing.
+		if len(payloads) > 0 {
+			buf := sw.buf[:0]
+			for i := 0; i < len(payloads); i++ {
+				buf = frame(buf, payloads[i])
+			}
+			sw.buf = buf
+			_, _ = c.w.Write(buf)
+			if sw.flusher != nil {
+				sw.flusher.Flush()
+			}
+		}
 		if e != nil {
 			e = attributed(p, e)
 			break

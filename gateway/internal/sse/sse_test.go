@@ -149,3 +149,107 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+// chunkReader hands out its input step bytes per Read, as a network
+// body cut at arbitrary points does.
+type chunkReader struct {
+	data []byte
+	step int
+}
+
+func (c *chunkReader) Read(p []byte) (int, error) {
+	if len(c.data) == 0 {
+		return 0, io.EOF
+	}
+	n := c.step
+	if n > len(c.data) {
+		n = len(c.data)
+	}
+	if n > len(p) {
+		n = len(p)
+	}
+	copy(p, c.data[:n])
+	c.data = c.data[n:]
+	return n, nil
+}
+
+// parseWithParser splits in into events the way a consumer feeding the
+// Parser line by line does: the reference the Reader must agree with.
+func parseWithParser(in []byte) ([]Event, []byte) {
+	var p Parser
+	var evs []Event
+	for len(in) > 0 {
+		i := bytes.IndexByte(in, '\n')
+		if i < 0 {
+			p.Feed(in, false)
+			break
+		}
+		if p.Feed(in[:i+1], true) {
+			ev := p.Take()
+			ev.Data = append([]byte(nil), ev.Data...)
+			ev.Raw = append([]byte(nil), ev.Raw...)
+			evs = append(evs, ev)
+		}
+		in = in[i+1:]
+	}
+	return evs, p.raw
+}
+
+// FuzzReaderMatchesParser: whatever the Read sizes, a verbatim Reader
+// returns the events the line-fed Parser assembles, byte for byte, and
+// reports the same unfinished tail.
+func FuzzReaderMatchesParser(f *testing.F) {
+	f.Add([]byte("event: a\ndata: {}\n\n"), uint8(1))
+	f.Add([]byte("data: x\r\ndata: y\r\n\r\n: c\n\ndata"), uint8(3))
+	f.Add([]byte("\n\n\r\n:only comments\n\ndata:\n\ndata: a\r\n\ndata: b\n\r\n"), uint8(2))
+	f.Add([]byte("data: one\n\ndata: two\n\ndata: [DONE]\n\n"), uint8(0))
+	f.Add([]byte("event: x\ndata:\n\nevent: y\r\ndata: z\n\nevent: e\n\n"), uint8(0))
+	f.Add([]byte("event:\ndata: x\n\nevent:  y\ndata:  z\n\nevent: a\ndata: b\ndata: c\n\ndata:  q\n\ndata\n\n"), uint8(0))
+	f.Add([]byte("a\n\nab\n\ndata\n\n"), uint8(0))
+	f.Fuzz(func(t *testing.T, in []byte, step uint8) {
+		want, tail := parseWithParser(in)
+		var r io.Reader = bytes.NewReader(in)
+		if step > 0 {
+			r = &chunkReader{data: in, step: int(step)}
+		}
+		s := NewReader(r, int64(len(in)))
+		s.Verbatim = true
+		for i := 0; ; i++ {
+			ev, err := s.Next()
+			if err != nil {
+				if err != io.EOF || i != len(want) {
+					t.Fatalf("ended with %v after %d events, want EOF after %d", err, i, len(want))
+				}
+				break
+			}
+			if i >= len(want) {
+				t.Fatalf("extra event %q", ev.Raw)
+			}
+			w := want[i]
+			if ev.Name != w.Name || !bytes.Equal(ev.Data, w.Data) || !bytes.Equal(ev.Raw, w.Raw) || ev.HasField != w.HasField {
+				t.Fatalf("event %d = %q %q %q %v, want %q %q %q %v", i, ev.Name, ev.Data, ev.Raw, ev.HasField, w.Name, w.Data, w.Raw, w.HasField)
+			}
+		}
+		if s.Partial() != (len(tail) > 0) || s.BytesRead() != int64(len(in)) {
+			t.Fatalf("partial %v, %d bytes read; want %v, %d", s.Partial(), s.BytesRead(), len(tail) > 0, len(in))
+		}
+	})
+}
+
+// TestReaderLargeEvent reads an event many times the buffer's size,
+// delivered in small pieces.
+func TestReaderLargeEvent(t *testing.T) {
+	big := "data: " + strings.Repeat("x", 300<<10) + "\n\n"
+	in := []byte(big + "data: after\n\n")
+	s := NewReader(&chunkReader{data: in, step: 1000}, int64(len(in)))
+	ev, err := s.Next()
+	if err != nil || string(ev.Raw) != big || len(ev.Data) != 300<<10 {
+		t.Fatalf("big event: %d bytes, err %v", len(ev.Raw), err)
+	}
+	if ev, err = s.Next(); err != nil || string(ev.Data) != "after" {
+		t.Fatalf("next event %q, err %v", ev.Data, err)
+	}
+	if _, err = s.Next(); err != io.EOF || s.Partial() {
+		t.Fatalf("end: %v partial %v", err, s.Partial())
+	}
+}

@@ -27,6 +27,7 @@ type anthropicStream struct {
 	finishSent bool
 	stopped    bool // message_stop arrived; the stream is complete
 	raw        Usage
+	text       textChunker
 }
 
 var _ StreamTranslator = (*anthropicStream)(nil)
@@ -55,7 +56,10 @@ func (s *anthropicStream) Event(ev sse.Event, out []Payload) ([]Payload, *apierr
 	if s.stopped {
 		return out, nil
 	}
-	kind := anthropicEventType(ev)
+	kind := ev.Name
+	if kind == "" {
+		kind = anthropicEventType(ev)
+	}
 	switch kind {
 	case "message_start", "content_block_start", "content_block_delta", "message_delta", "error":
 	case "message_stop":
@@ -88,6 +92,17 @@ func (s *anthropicStream) Event(ev sse.Event, out []Payload) ([]Payload, *apierr
 			Function: hubFunction{Name: data.ContentBlock.Name}}
 		return append(s.start(out), s.chunk(hubDelta{ToolCalls: []hubToolCall{call}}, nil)), nil
 	case "content_block_delta":
+		// A text delta, nearly every event of a stream, takes no further
+		// call than the chunk's.
+		if d := data.Delta; d != nil && d.Type == "text_delta" {
+			if d.Text == "" {
+				return out, nil
+			}
+			if !s.started {
+				out = s.start(out)
+			}
+			return append(out, textPayload(&s.text, s.tc, s.id, d.Text)), nil
+		}
 		return s.blockDelta(out, &data)
 	case "message_delta":
 		data.Usage.addTo(&s.raw)

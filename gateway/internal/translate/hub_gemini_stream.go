@@ -27,6 +27,7 @@ type geminiStream struct {
 	calls    int // tool calls sent so far
 	u        Usage
 	usageOut *hubUsage // nil until a usageMetadata arrives
+	text     textChunker
 }
 
 var _ StreamTranslator = (*geminiStream)(nil)
@@ -120,7 +121,7 @@ func (s *geminiStream) textChunk(out []Payload, text string) []Payload {
 	if text == "" {
 		return out
 	}
-	return append(out, s.chunk(hubDelta{Content: &text}, ""))
+	return append(out, textPayload(&s.text, s.tc, s.id, text))
 }
 
 // toolCallChunk appends the chunk carrying a whole tool call: Gemini

@@ -1,6 +1,9 @@
 package translate
 
-import "testing"
+import (
+	"bytes"
+	"testing"
+)
 
 func TestUsageFromJSON(t *testing.T) {
 	cases := []struct {
@@ -31,4 +34,43 @@ func TestUsageFromJSON(t *testing.T) {
 	if u.PromptTokens != 10 || u.CompletionTokens != 42 {
 		t.Fatalf("anthropic stream fold: %+v", u)
 	}
+}
+
+// usageGatedByKey is UsageFromJSON as it was before MayHoldUsage: the
+// decoder behind a bytes.Contains gate for "sage".
+func usageGatedByKey(data []byte, u *Usage) {
+	if bytes.Contains(data, usageKeyTail) {
+		usageFromJSON(data, u)
+	}
+}
+
+// FuzzMayHoldUsage: whenever the gated decoder finds usage in a
+// document, MayHoldUsage said it may be there — on the document, and on
+// the raw bytes of an SSE event carrying it over two data lines.
+func FuzzMayHoldUsage(f *testing.F) {
+	f.Add([]byte(`{"usage":{"prompt_tokens":1,"completion_tokens":2}}`), uint8(9))
+	f.Add([]byte(`{"usage":null,"x":{"usage" : {"prompt_tokens":1}}}`), uint8(3))
+	f.Add([]byte(`{"usageMetadata" :{"promptTokenCount":3}}`), uint8(17))
+	f.Add([]byte("{\"message\":{\"usage\"\n:\t{\"input_tokens\":4}}}"), uint8(0))
+	f.Add([]byte(`{"Usage":{"prompt_tokens":1},"text":"usage\":{"}`), uint8(11))
+	f.Fuzz(func(t *testing.T, data []byte, cut uint8) {
+		var u Usage
+		usageGatedByKey(data, &u)
+		if u != (Usage{}) && !MayHoldUsage(data) {
+			t.Fatalf("usage %+v in %q, which MayHoldUsage rules out", u, data)
+		}
+		if bytes.IndexByte(data, '\n') >= 0 || len(data) == 0 {
+			return
+		}
+		// The same document cut over two data lines: the event's data
+		// joins them with a "\n".
+		i := int(cut) % len(data)
+		joined := []byte(string(data[:i]) + "\n" + string(data[i:]))
+		raw := []byte("data: " + string(data[:i]) + "\ndata: " + string(data[i:]) + "\n\n")
+		u = Usage{}
+		usageGatedByKey(joined, &u)
+		if u != (Usage{}) && !MayHoldUsage(raw) {
+			t.Fatalf("usage %+v in the event %q, which MayHoldUsage rules out", u, raw)
+		}
+	})
 }

@@ -15,15 +15,17 @@ import (
 const maxSniffedJSONBytes = 8 << 20
 
 // usageSniffer reads usage from a passthrough response as it flows to
-// the client, without delaying or altering a byte: an event stream is fed
-// to the SSE parser and each event's data inspected as it completes; a
-// JSON body is kept (up to a bound) and parsed at its end. finish runs
-// once, at EOF or Close.
+// the client, without delaying or altering a byte: in an event stream
+// each Read's complete events are looked into only when a compiled
+// bytes.Contains finds usageMark among them (under Yaegi a loop of ours
+// over every line would cost more than the relay), and only the events
+// holding it are parsed; a JSON body is kept (up to a bound) and parsed
+// at its end. finish runs once, at EOF or Close.
 type usageSniffer struct {
 	rc          io.ReadCloser
 	eventStream bool
-	events      sse.Parser // the event in progress (event streams)
-	buf         []byte     // the JSON body so far
+	pend        []byte // the unfinished event, copied (event streams)
+	buf         []byte // the JSON body so far
 	over        bool
 	u           translate.Usage
 	finished    bool
@@ -61,21 +63,36 @@ func (s *usageSniffer) feed(p []byte) {
 		s.buf = append(s.buf, p...)
 		return
 	}
-	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
-		if i < 0 {
-			if s.events.Pending()+len(p) > maxSniffedJSONBytes {
-				s.events.Take() // an absurd event: skip it
-				return
-			}
-			s.events.Feed(p, false)
-			return
+	from := len(s.pend)
+	if from > 0 {
+		s.pend = append(s.pend, p...)
+		p = s.pend
+	}
+	n := sse.LastEventEnd(p, from)
+	if n > 0 && bytes.Contains(p[:n], usageMark) {
+		sniffEventsUsage(p[:n], &s.u)
+	}
+	switch {
+	case len(p)-n > maxSniffedJSONBytes:
+		s.pend = s.pend[:0] // an absurd event: skip it
+	case n == 0 && from > 0:
+		// still the same unfinished event, all in pend
+	default:
+		// p is the caller's buffer, or pend itself: copy handles the overlap.
+		s.pend = append(s.pend[:0], p[n:]...)
+	}
+}
+
+// sniffEventsUsage merges into u the usage of each event of run (whole
+// events, as sse.LastEventEnd cuts them) that holds usageMark.
+func sniffEventsUsage(run []byte, u *translate.Usage) {
+	for len(run) > 0 {
+		n := sse.EventLen(run)
+		raw := run[:n]
+		run = run[n:]
+		if bytes.Contains(raw, usageMark) {
+			translate.UsageFromJSON(sse.ParseEvent(raw).Data, u)
 		}
-		if s.events.Feed(p[:i+1], true) {
-			ev := s.events.Take()
-			translate.UsageFromJSON(ev.Data, &s.u)
-		}
-		p = p[i+1:]
 	}
 }
 

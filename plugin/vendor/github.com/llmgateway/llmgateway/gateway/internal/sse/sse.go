@@ -1,7 +1,6 @@
 package sse
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"io"
@@ -114,65 +113,353 @@ func (p *Parser) Take() Event {
 // Pending is how many bytes of an unfinished event the parser holds.
 func (p *Parser) Pending() int { return len(p.raw) }
 
-// Reader parses a text/event-stream body into events. It never holds
-// more than one event in memory, and fails (ErrTooLarge) once the stream
-// passes its byte limit.
+// The two ways a blank line can follow a line's end. They are declared
+// before their users: Yaegi initialises package variables in source
+// order.
+var (
+	lf2    = []byte("\n\n")
+	lfcrlf = []byte("\n\r\n")
+)
+
+// Reader parses a text/event-stream body into events. It reads the body
+// in large pieces into one buffer and finds the events' ends there with
+// bytes.Index and bytes.LastIndex (compiled standard library even under
+// Yaegi, where a loop of our own costs per byte or per line): a whole
+// Read's worth of events comes out of one Events call, and Next splits
+// it without a loop over lines for the common one-line "data:" event. It
+// holds at most the events of one Read and the unfinished one, and fails
+// (ErrTooLarge) once the stream passes its byte limit.
 type Reader struct {
-	br    *bufio.Reader
-	limit int64
-	read  int64
+	r     io.Reader
+	buf   []byte // buf[start:end] is read but not yet returned
+	start int
+	end   int
+	run   []byte // what Events returned that Next has not handed out
+	// lfOnly says run holds no '\r'.
+	lfOnly bool
+	limit  int64
+	// read counts the bytes read from r; consumed those returned by
+	// Events.
+	read     int64
+	consumed int64
+	err      error // the read error that ended r, once it came
+	scanned  int   // how much of buf[start:end] holds no event end
 	// Verbatim makes Next return every chunk of the stream that ends
 	// with a blank line, comment-only and empty ones included, so the
 	// events' raw bytes concatenate to exactly what was read (relaying).
 	// Otherwise only events with at least one field are returned.
 	Verbatim bool
 	partial  bool
-	p        Parser
+	joined   []byte // the data lines joined, for an event with two
 }
+
+// readerBufSize is the Reader's initial buffer, and how much it asks
+// the body for at a time; an event larger than it grows the buffer.
+const readerBufSize = 32 << 10
 
 // NewReader returns a Reader of r that fails once more than limit bytes
 // were read.
 func NewReader(r io.Reader, limit int64) *Reader {
-	return &Reader{br: bufio.NewReaderSize(r, 32<<10), limit: limit}
+	return &Reader{r: r, limit: limit}
+}
+
+// Events returns the next run of complete events, verbatim: every byte
+// read so far up to the last event end (the last blank line), at least
+// one event, reading from the body only when no complete event is
+// buffered — so a run is at most what one Read added. EventLen splits a
+// run into its events. The run stays valid until the next call to
+// Events or Next. Comment-only and empty chunks are part of a run
+// whatever Verbatim says. Events returns io.EOF at a clean end of the
+// stream, ErrTooLarge when the next event would end past the limit, or
+// the underlying read error.
+func (s *Reader) Events() ([]byte, error) {
+	if len(s.run) > 0 {
+		run := s.run
+		s.run = nil
+		return run, nil
+	}
+	// The state lives in locals until the return: under Yaegi a field
+	// access costs as much as a compiled call.
+	buf := s.buf
+	start := s.start
+	end := s.end
+	scanned := s.scanned
+	room := s.limit - s.consumed
+	for {
+		p := buf[start:end]
+		q := p
+		if int64(len(q)) > room {
+			q = q[:room]
+		}
+		n := 0
+		if len(q) > scanned {
+			n = lastEventEnd(q, scanned)
+		}
+		if n > 0 {
+			s.buf = buf
+			s.start = start + n
+			s.end = end
+			s.scanned = 0
+			s.consumed += int64(n)
+			return p[:n:n], nil
+		}
+		if len(q) < len(p) {
+			s.partial = len(q) > 0
+			s.err = ErrTooLarge
+			return nil, ErrTooLarge
+		}
+		// An event end found later lies in bytes not read yet: whether a
+		// '\n' ends a blank line depends only on the bytes before it.
+		scanned = len(p)
+		if s.err != nil {
+			s.buf = buf
+			s.start = start
+			s.end = end
+			s.scanned = scanned
+			// A final event without its blank line is incomplete.
+			if s.Verbatim {
+				s.partial = len(p) > 0
+			} else {
+				s.partial = len(bytes.TrimSpace(p)) > 0
+			}
+			return nil, s.err
+		}
+		// Read once into the free end of the buffer, first moving the
+		// unfinished event to the front, or growing the buffer when that
+		// event fills most of it.
+		if buf == nil {
+			buf = make([]byte, readerBufSize)
+		}
+		if start == end {
+			start = 0
+			end = 0
+		}
+		if len(buf)-end < len(buf)/4 {
+			if start > 0 {
+				end = copy(buf, buf[start:end])
+				start = 0
+			}
+			if len(buf)-end < len(buf)/4 {
+				grown := make([]byte, 2*len(buf))
+				copy(grown, buf[:end])
+				buf = grown
+			}
+		}
+		m, err := s.r.Read(buf[end:])
+		if m > 0 {
+			end += m
+			s.read += int64(m)
+		}
+		if err != nil {
+			s.err = err
+		}
+	}
 }
 
 // Next returns the next event. It returns io.EOF at a clean end of the
 // stream, ErrTooLarge past the limit, or the underlying read error.
 func (s *Reader) Next() (Event, error) {
 	for {
-		line, err := s.br.ReadSlice('\n')
-		if len(line) > 0 {
-			s.read += int64(len(line))
-			if s.read > s.limit {
-				s.partial = s.p.Pending() > 0
-				return Event{}, ErrTooLarge
+		run := s.run
+		if len(run) == 0 {
+			r, err := s.Events()
+			if err != nil {
+				return Event{}, err
 			}
-			if s.p.Feed(line, err == nil) {
-				ev := s.p.Take()
-				if ev.HasField || s.Verbatim {
-					return ev, nil
-				}
-			}
+			run = r
+			s.lfOnly = bytes.IndexByte(run, '\r') < 0
 		}
-		if err == nil || err == bufio.ErrBufferFull {
+		if s.lfOnly && run[0] != '\n' {
+			// Without a '\r' the event ends at the first "\n\n". The
+			// common events, a "data:" line after an "event:" line or not,
+			// are read here with no loop and no further call.
+			i := bytes.Index(run, lf2)
+			raw := run[: i+2 : i+2]
+			s.run = run[i+2:]
+			j := bytes.IndexByte(raw, '\n')
+			if j == i && i > 4 && raw[4] == ':' && raw[0] == 'd' && raw[1] == 'a' && raw[2] == 't' && raw[3] == 'a' {
+				v := raw[5:i]
+				if len(v) > 0 && v[0] == ' ' {
+					v = v[1:]
+				}
+				return Event{Data: v, Raw: raw, HasField: true}, nil
+			}
+			if j > 5 && j+6 < i && raw[5] == ':' && raw[0] == 'e' && raw[1] == 'v' && raw[2] == 'e' && raw[3] == 'n' && raw[4] == 't' &&
+				raw[j+5] == ':' && raw[j+1] == 'd' && raw[j+2] == 'a' && raw[j+3] == 't' && raw[j+4] == 'a' &&
+				bytes.IndexByte(raw[j+1:i], '\n') < 0 {
+				name := raw[6:j]
+				if len(name) > 0 && name[0] == ' ' {
+					name = name[1:]
+				}
+				v := raw[j+6 : i]
+				if len(v) > 0 && v[0] == ' ' {
+					v = v[1:]
+				}
+				return Event{Name: string(name), Data: v, Raw: raw, HasField: true}, nil
+			}
+			ev := parseEvent(raw, &s.joined)
+			if ev.HasField || s.Verbatim {
+				return ev, nil
+			}
 			continue
 		}
-		// A final event without its blank line is incomplete.
-		if s.Verbatim {
-			s.partial = s.p.Pending() > 0
-		} else {
-			s.partial = len(bytes.TrimSpace(s.p.raw)) > 0
+		n := EventLen(run)
+		raw := run[:n:n]
+		s.run = run[n:]
+		ev := parseEvent(raw, &s.joined)
+		if ev.HasField || s.Verbatim {
+			return ev, nil
 		}
-		return Event{}, err
 	}
 }
 
-// BytesRead is how many bytes of the stream Next has consumed.
+// BytesRead is how many bytes of the stream the Reader has read.
 func (s *Reader) BytesRead() int64 { return s.read }
 
 // Partial reports whether the stream ended (or passed the limit) inside
 // an event; that event was not returned.
 func (s *Reader) Partial() bool { return s.partial }
+
+// ParseEvent reads the fields of one event's raw bytes (through its
+// blank line, as EventLen cuts them). Its Data points into raw, except
+// for an event of several data lines, whose joined data is allocated.
+func ParseEvent(raw []byte) Event {
+	var joined []byte
+	return parseEvent(raw, &joined)
+}
+
+// parseEvent is ParseEvent joining several data lines in *joined.
+func parseEvent(raw []byte, joined *[]byte) Event {
+	// The common events, without a loop over lines: one "data:" line,
+	// after an "event:" line or not, then the blank line (LF only).
+	n := len(raw)
+	if n > 7 && raw[n-1] == '\n' && raw[n-2] == '\n' {
+		rest := raw
+		name := ""
+		if raw[5] == ':' && string(raw[:5]) == "event" {
+			if i := bytes.IndexByte(raw, '\n'); i < n-2 && raw[i-1] != '\r' {
+				v := raw[6:i]
+				if len(v) > 0 && v[0] == ' ' {
+					v = v[1:]
+				}
+				name = string(v)
+				rest = raw[i+1:]
+			}
+		}
+		if m := len(rest); m > 7 && rest[4] == ':' && string(rest[:4]) == "data" && bytes.IndexByte(rest[:m-2], '\n') < 0 {
+			v := rest[5 : m-2]
+			if v[0] == ' ' {
+				v = v[1:]
+			}
+			if k := len(v); k > 0 && v[k-1] == '\r' {
+				v = v[:k-1]
+			}
+			return Event{Name: name, Data: v[:len(v):len(v)], Raw: raw, HasField: true}
+		}
+	}
+	ev := Event{Raw: raw}
+	dataLines := 0
+	rest := raw
+	for len(rest) > 0 {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			break
+		}
+		line := trimLineEnd(rest[:i+1])
+		rest = rest[i+1:]
+		if len(line) == 0 || line[0] == ':' {
+			continue
+		}
+		ev.HasField = true
+		name, value := line, []byte(nil)
+		if j := bytes.IndexByte(line, ':'); j >= 0 {
+			name, value = line[:j], line[j+1:]
+			if len(value) > 0 && value[0] == ' ' {
+				value = value[1:]
+			}
+		}
+		switch string(name) {
+		case "event":
+			ev.Name = string(value)
+		case "data":
+			dataLines++
+			switch dataLines {
+			case 1:
+				ev.Data = value[:len(value):len(value)]
+			case 2:
+				*joined = append((*joined)[:0], ev.Data...)
+				fallthrough
+			default:
+				*joined = append(append(*joined, '\n'), value...)
+				ev.Data = *joined
+			}
+		}
+	}
+	return ev
+}
+
+// EventLen is the length of the first event in p, through the blank
+// line that ends it, or 0 when p holds no complete event. A blank line
+// is a "\n" or "\r\n" at the start of p or after a "\n"; a lone "\r"
+// ends no line.
+func EventLen(p []byte) int {
+	if len(p) == 0 {
+		return 0
+	}
+	if p[0] == '\n' {
+		return 1
+	}
+	if p[0] == '\r' && len(p) > 1 && p[1] == '\n' {
+		return 2
+	}
+	i := bytes.Index(p, lf2)
+	if i < 0 {
+		if j := bytes.Index(p, lfcrlf); j >= 0 {
+			return j + 3
+		}
+		return 0
+	}
+	// A "\n\r\n" before the "\n\n" ends the event sooner; it needs a '\r'
+	// there, which an LF-only stream never has.
+	if bytes.IndexByte(p[:i], '\r') >= 0 {
+		if j := bytes.Index(p[:i+1], lfcrlf); j >= 0 {
+			return j + 3
+		}
+	}
+	return i + 2
+}
+
+// LastEventEnd is the offset just past the last event end (blank line)
+// in p, or 0 when p holds no complete event: p[:LastEventEnd(p, 0)] is
+// whole events, the rest an unfinished one. from says how much of p is
+// already known to hold no event end: whether a '\n' ends a blank line
+// depends only on the bytes before it, so after appending to an
+// unfinished event only the new bytes need a look.
+func LastEventEnd(p []byte, from int) int {
+	return lastEventEnd(p, from)
+}
+
+// lastEventEnd is the offset just past the last event end in p, or 0
+// when p holds no complete event; from says how much of p is already
+// known to hold none (a previous call's). It walks back from the end a
+// line at a time with bytes.LastIndexByte: a Read mostly ends with an
+// event, so one step finds it.
+func lastEventEnd(p []byte, from int) int {
+	end := len(p)
+	for end > from {
+		j := bytes.LastIndexByte(p[from:end], '\n')
+		if j < 0 {
+			return 0
+		}
+		j += from
+		// The '\n' at j ends a blank line: "\n" or "\r\n" at a line start.
+		if j == 0 || p[j-1] == '\n' || p[j-1] == '\r' && (j == 1 || p[j-2] == '\n') {
+			return j + 1
+		}
+		end = j
+	}
+	return 0
+}
 
 // isBlankLine reports whether line (with its line ending) is empty.
 func isBlankLine(line []byte) bool {

@@ -43,9 +43,13 @@ type usageEnvelope struct {
 // answers it relays untranslated (openai-type providers, passthrough)
 // with it.
 func UsageFromJSON(data []byte, u *Usage) {
-	if !bytes.Contains(data, []byte(`sage`)) { // "usage" or "usageMetadata"
-		return
+	if MayHoldUsage(data) {
+		usageFromJSON(data, u)
 	}
+}
+
+// usageFromJSON is UsageFromJSON without the gate.
+func usageFromJSON(data []byte, u *Usage) {
 	var env usageEnvelope
 	if json.Unmarshal(data, &env) != nil {
 		return
@@ -83,5 +87,55 @@ func UsageFromJSON(data []byte, u *Usage) {
 			u.CompletionTokens = *wu.OutputTokens
 		}
 		u.Reported = true
+	}
+}
+
+// usageKeyTail ends every key a usage object can sit under: "usage",
+// "usageMetadata" (and their case variants the decoder matches).
+var usageKeyTail = []byte("sage")
+
+// MayHoldUsage reports whether data may hold a usage object: it finds no
+// key ending in "sage" (or "sage" and more letters) whose value starts
+// with '{', it is false, and UsageFromJSON would find nothing — as for
+// the chunks of an OpenAI stream with include_usage, each of which says
+// "usage":null. It works on an SSE event's raw bytes too: a line break
+// between a key and its value makes it answer true. Its only loops run
+// per occurrence of "sage" and over a key's letters.
+func MayHoldUsage(data []byte) bool {
+	for {
+		i := bytes.Index(data, usageKeyTail)
+		if i < 0 {
+			return false
+		}
+		data = data[i+len(usageKeyTail):]
+		j := 0
+		for j < len(data) && (data[j] >= 'a' && data[j] <= 'z' || data[j] >= 'A' && data[j] <= 'Z') {
+			j++
+		}
+		if j == len(data) || data[j] != '"' {
+			continue
+		}
+		j++
+		colon := false
+		for j < len(data) {
+			c := data[j]
+			if c == ' ' || c == '\t' {
+				j++
+				continue
+			}
+			if c == '\n' || c == '\r' {
+				return true
+			}
+			if c == ':' && !colon {
+				colon = true
+				j++
+				continue
+			}
+			if c == '{' && colon {
+				return true
+			}
+			break
+		}
+		data = data[j:]
 	}
 }

@@ -1,0 +1,68 @@
+package translate
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+)
+
+// The content chunk, the one payload nearly every event of a translated
+// stream becomes, built without the hub structs: under Yaegi, filling a
+// hubChunk (struct literals, a slice literal, a pointer) and encoding it
+// costs several times the translation itself. The chunk's bytes before
+// and after the content string are fixed for a stream, so they are
+// built once; each chunk is then that prefix, the content encoded as a
+// JSON string by a reused encoder, and the suffix — byte for byte what
+// hubDeltaPayload(tc, id, hubDelta{Content: &text}, nil) encodes
+// (TestTextChunkMatchesHubChunk).
+
+// textChunkSuffix closes a content chunk after its content string.
+const textChunkSuffix = `},"finish_reason":null}]}`
+
+// textChunker builds one stream's content chunks; the zero value is
+// ready to use.
+type textChunker struct {
+	prefix []byte // the chunk up to its content string, for id
+	id     string
+	q      bytes.Buffer
+	enc    *json.Encoder
+}
+
+// textPayload is the payload of the chunk adding text to the content of
+// choice 0 of the stream id. It is a function, not a method: under Yaegi
+// a method call costs several plain ones.
+func textPayload(t *textChunker, tc Context, id string, text string) Payload {
+	if t.enc == nil {
+		t.enc = json.NewEncoder(&t.q)
+		t.enc.SetEscapeHTML(false)
+	}
+	if t.prefix == nil || t.id != id {
+		p := append([]byte(nil), `{"id":`...)
+		p = append(p, quoteWith(t, id)...)
+		p = append(p, `,"object":"chat.completion.chunk","created":`...)
+		p = strconv.AppendInt(p, tc.Created, 10)
+		p = append(p, `,"model":`...)
+		p = append(p, quoteWith(t, tc.RequestedModel)...)
+		p = append(p, `,"choices":[{"index":0,"delta":{"content":`...)
+		t.prefix = p
+		t.id = id
+	}
+	q := quoteWith(t, text)
+	data := make([]byte, 0, len(t.prefix)+len(q)+len(textChunkSuffix))
+	data = append(data, t.prefix...)
+	data = append(data, q...)
+	data = append(data, textChunkSuffix...)
+	return Payload{Data: data}
+}
+
+// quoteWith encodes s as a JSON string with t's encoder (HTML characters
+// unescaped, as encodeJSON does); the result is valid until t's next
+// use.
+func quoteWith(t *textChunker, s string) []byte {
+	t.q.Reset()
+	if t.enc.Encode(s) != nil { // a string always encodes
+		return []byte(`""`)
+	}
+	b := t.q.Bytes()
+	return b[:len(b)-1]
+}
