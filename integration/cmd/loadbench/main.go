@@ -76,6 +76,7 @@ func main() {
 	traefikLog := flag.String("traefik-log", "ERROR", "with -traefik: Traefik's log level (printed to stderr after the run)")
 	only := flag.String("only", "", "with -traefik: comma-separated targets to run besides direct (default all: bare,gateway,traefik,traefik+plugin,...)")
 	profile := flag.String("profile", "", "with -traefik: directory for CPU profiles of the plugin's Traefik during its c>1 cells, and a heap profile at the end")
+	nullPlugin := flag.String("null-plugin-dir", "", "with -traefik: also a Traefik through this null plugin (integration/cmd/loadbench/nullplugin), the interpreter's floor")
 	flag.Parse()
 
 	switch *role {
@@ -113,7 +114,7 @@ func main() {
 		err    error
 	)
 	if *traefikBin != "" {
-		pc := pluginBenchConfig{benchConfig: cfg, traefikBin: *traefikBin, pluginDir: *pluginDir, anthropic: *anthropic, traefikLog: *traefikLog, only: map[string]bool{}, profileDir: *profile}
+		pc := pluginBenchConfig{benchConfig: cfg, traefikBin: *traefikBin, pluginDir: *pluginDir, anthropic: *anthropic, traefikLog: *traefikLog, only: map[string]bool{}, profileDir: *profile, nullPluginDir: *nullPlugin}
 		for _, n := range strings.Split(*only, ",") {
 			if n = strings.TrimSpace(n); n != "" {
 				pc.only[n] = true

@@ -36,6 +36,10 @@ type pluginBenchConfig struct {
 	// process taken during its measured cells (and a heap profile at the
 	// end), fetched from Traefik's debug handlers.
 	profileDir string
+	// nullPluginDir, when set, adds a third Traefik whose router goes
+	// through the null plugin (a Yaegi-interpreted middleware that only
+	// calls next): the interpreter's floor.
+	nullPluginDir string
 }
 
 // The cells the -traefik mode measures: latency at concurrency 1,
@@ -54,6 +58,7 @@ const (
 	tTraefik    = "traefik"
 	tPlugin     = "traefik+plugin"
 	tPluginAnth = "traefik+plugin (anthropic)"
+	tNull       = "traefik+null plugin"
 )
 
 // anthropicPrefix is the path prefix of the Anthropic-translated router
@@ -124,7 +129,14 @@ func pluginConfig(typ, mockURL string) map[string]interface{} {
 	}
 }
 
-func startTraefik(cfg pluginBenchConfig, dir, mockURL string, withPlugin bool, debugAddr string) (*gwproc.Process, error) {
+// Traefik set-ups: alone, with the plugin, with the null plugin.
+const (
+	setupAlone = iota
+	setupPlugin
+	setupNull
+)
+
+func startTraefik(cfg pluginBenchConfig, dir, mockURL string, setup int, debugAddr string) (*gwproc.Process, error) {
 	work, err := os.MkdirTemp(dir, "traefik-")
 	if err != nil {
 		return nil, err
@@ -132,12 +144,16 @@ func startTraefik(cfg pluginBenchConfig, dir, mockURL string, withPlugin bool, d
 	maxIdle := 2 * throughputConc
 	var pc, ac map[string]interface{}
 	pluginDir := ""
-	if withPlugin {
+	switch setup {
+	case setupPlugin:
 		pc = pluginConfig("openai", mockURL)
 		if cfg.anthropic {
 			ac = pluginConfig("anthropic", mockURL)
 		}
 		pluginDir = cfg.pluginDir
+	case setupNull:
+		pc = map[string]interface{}{}
+		pluginDir = cfg.nullPluginDir
 	}
 	dyn, err := traefikDynamic(mockURL, maxIdle, pc, ac)
 	if err != nil {
@@ -222,7 +238,7 @@ func runPluginBench(ctx context.Context, cfg pluginBenchConfig) (string, int, er
 	}
 	defer gw.Stop()
 	fmt.Fprintf(os.Stderr, "loadbench: starting Traefik %s alone and with the plugin ...\n", traefikproc.Version)
-	alone, err := startTraefik(cfg, dir, mock.URL, false, "")
+	alone, err := startTraefik(cfg, dir, mock.URL, setupAlone, "")
 	if err != nil {
 		return "", 0, fmt.Errorf("traefik alone: %v", err)
 	}
@@ -237,12 +253,19 @@ func runPluginBench(ctx context.Context, cfg pluginBenchConfig) (string, int, er
 			return "", 0, err
 		}
 	}
-	withPlugin, err := startTraefik(cfg, dir, mock.URL, true, debugAddr)
+	withPlugin, err := startTraefik(cfg, dir, mock.URL, setupPlugin, debugAddr)
 	if err != nil {
 		return "", 0, fmt.Errorf("traefik with the plugin: %v", err)
 	}
 	defer withPlugin.Stop()
 	fmt.Fprintf(os.Stderr, "loadbench: traefik with the plugin ready after %s\n", time.Since(started).Round(time.Millisecond))
+	var null *gwproc.Process
+	if cfg.nullPluginDir != "" {
+		if null, err = startTraefik(cfg, dir, mock.URL, setupNull, ""); err != nil {
+			return "", 0, fmt.Errorf("traefik with the null plugin: %v", err)
+		}
+		defer null.Stop()
+	}
 
 	client := &http.Client{
 		Timeout: 30 * time.Second,
@@ -263,6 +286,9 @@ func runPluginBench(ctx context.Context, cfg pluginBenchConfig) (string, int, er
 	}
 	if cfg.anthropic {
 		targets = append(targets, target{name: tPluginAnth, url: withPlugin.URL + anthropicPrefix, pid: withPlugin.PID()})
+	}
+	if null != nil {
+		targets = append(targets, target{name: tNull, url: null.URL, pid: null.PID()})
 	}
 	if len(cfg.only) > 0 {
 		var kept []target
@@ -338,6 +364,9 @@ func runPluginBench(ctx context.Context, cfg pluginBenchConfig) (string, int, er
 		fmt.Fprintf(os.Stderr, "loadbench: profiles of the plugin's Traefik in %s (go tool pprof -top FILE)\n", cfg.profileDir)
 	}
 	procs := map[string]*gwproc.Process{"mock": mock, "bare": proxy, "gateway": gw, "traefik": alone, "traefik+plugin": withPlugin}
+	if null != nil {
+		procs[tNull] = null
+	}
 	rss := map[string]int64{}
 	for name, p := range procs {
 		if p.Exited() {
@@ -349,7 +378,7 @@ func runPluginBench(ctx context.Context, cfg pluginBenchConfig) (string, int, er
 		}
 		rss[name] = kb
 	}
-	// Traefik alone's own failures are reported, not fatal: under the
+	// Traefik's own proxy's failures (alone, and behind the null plugin) are reported, not fatal: under the
 	// streamed chat it aborts a few responses mid-body ("ReverseProxy read
 	// error during body copy: use of closed network connection" at debug
 	// level), a behaviour of Traefik's HTTP/1 proxy path that the plugin
@@ -357,7 +386,9 @@ func runPluginBench(ctx context.Context, cfg pluginBenchConfig) (string, int, er
 	// fails the run.
 	failed, baseFailed := 0, 0
 	for _, r := range results {
-		if r.target == tTraefik {
+		if r.target == tTraefik || r.target == tNull {
+			// Both are Traefik's own proxy at work (the null plugin only
+			// calls next).
 			baseFailed += r.errors
 			continue
 		}
@@ -375,6 +406,9 @@ func renderPlugin(cfg pluginBenchConfig, targets []target, results []*runResult,
 	if cfg.anthropic {
 		fmt.Fprintf(&b, ", `traefik+plugin (anthropic)` (the same Traefik, a router under `%s` through a plugin instance with an anthropic-type provider at the mock: OpenAI in, Anthropic upstream, translated both ways)", anthropicPrefix)
 	}
+	if cfg.nullPluginDir != "" {
+		fmt.Fprintf(&b, ", `traefik+null plugin` (a third Traefik, the router through a Yaegi-interpreted middleware that only calls the next handler: the floor any interpreted plugin pays; the mock answers)")
+	}
 	fmt.Fprintf(&b, "\n- Traefik: access log off, log level %s, entry point respondingTimeouts 0 (unbounded), serversTransport maxIdleConnsPerHost %d\n", cfg.traefikLog, 2*throughputConc)
 	fmt.Fprintf(&b, "- each cell: %s warm-up, then %s measured (at most %d requests), targets interleaved cell by cell; 1 KB chat body; streams carry %d content chunks (%d events), chunk delay %s\n",
 		cfg.warmup, cfg.duration, cfg.maxRequests, cfg.chunks, cfg.chunks+3, cfg.chunkDelay)
@@ -383,7 +417,7 @@ func renderPlugin(cfg pluginBenchConfig, targets []target, results []*runResult,
 		fmt.Fprintf(&b, "**FAILED: %d requests failed — numbers below are not trustworthy.**\n\n", failed)
 	}
 	if baseFailed > 0 {
-		fmt.Fprintf(&b, "Note: Traefik alone (no plugin) failed %d requests of its own — responses aborted mid-body by its reverse proxy (\"read error during body copy: use of closed network connection\" in its debug log); they are counted in its errors column and do not fail the run.\n\n", baseFailed)
+		fmt.Fprintf(&b, "Note: Traefik's own proxy (Traefik alone, and the null plugin, which hands every request to it) failed %d requests — responses aborted mid-body by its reverse proxy (\"read error during body copy: use of closed network connection\" in its debug log); they are counted in the errors column and do not fail the run.\n\n", baseFailed)
 	}
 
 	find := func(sc string, conc int, tg string) *runResult {

@@ -1,0 +1,3 @@
+module github.com/llmgateway/llmgateway/plugin
+
+go 1.20
