@@ -44,6 +44,23 @@ func BenchmarkConstruct(b *testing.B) {
 			sink = iface.m(i)
 		}
 	})
+	b.Run("func-value-call", func(b *testing.B) {
+		f := constructF
+		for i := 0; i < b.N; i++ {
+			sink = f(t, i)
+		}
+	})
+	b.Run("func-field-call", func(b *testing.B) {
+		h := &constructHolder{f: constructF}
+		for i := 0; i < b.N; i++ {
+			sink = h.f(t, i)
+		}
+	})
+	b.Run("func-table-call", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			sink = constructTable[0](t, i)
+		}
+	})
 	b.Run("closure-call", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			sink = closure(i)
@@ -178,6 +195,14 @@ type constructT struct {
 }
 
 type constructI interface{ m(int) int }
+
+// constructHolder holds a func in a field, as wireFormat and the backend
+// capability tables do.
+type constructHolder struct {
+	f func(*constructT, int) int
+}
+
+var constructTable = [1]func(*constructT, int) int{constructF}
 
 func (t *constructT) m(x int) int { return t.a + x }
 
