@@ -27,8 +27,8 @@ func BenchmarkStages(b *testing.B) {
 		return req
 	}
 	// A call that went through the stages once, for the later stages.
-	c := g.newCall(httptest.NewRecorder(), newReq(), rt)
-	if !c.identify() || !c.admitBody() || !c.resolve() {
+	c := newCall(g, httptest.NewRecorder(), newReq(), rt)
+	if !identify(c) || !admitBody(c) || !resolve(c) {
 		b.Fatalf("setting up the call failed: %d %s", c.rec.statusCode, c.rec.errorCode)
 	}
 	prepare := backendFor(c.target.candidates[0].provider.kind).ops[rt.op]
@@ -36,11 +36,11 @@ func BenchmarkStages(b *testing.B) {
 	if e != nil {
 		b.Fatal(e.Error())
 	}
-	x, e := g.attempt(c.r, o)
+	x, e := attempt(g, c.r, o)
 	if e != nil {
 		b.Fatal(e.Error())
 	}
-	x.done()
+	exchangeDone(x)
 	data := x.data
 	resp := x.resp
 
@@ -75,7 +75,7 @@ func BenchmarkStages(b *testing.B) {
 		r := newReq()
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			if _, e := g.authenticate(r); e != nil {
+			if _, e := authenticate(g, r); e != nil {
 				b.Fatal(e.Error())
 			}
 		}
@@ -84,7 +84,7 @@ func BenchmarkStages(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
 			r := newReq()
-			if _, e := g.readAdmitted(r, rt); e != nil {
+			if _, e := readAdmitted(g, r, rt); e != nil {
 				b.Fatal(e.Error())
 			}
 		}
@@ -92,7 +92,7 @@ func BenchmarkStages(b *testing.B) {
 	b.Run("resolve", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			if _, e := g.resolveModel(c.user, c.req.model); e != nil {
+			if _, e := resolveModel(g, c.user, c.req.model); e != nil {
 				b.Fatal(e.Error())
 			}
 		}
@@ -100,7 +100,7 @@ func BenchmarkStages(b *testing.B) {
 	b.Run("limit", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			if e := g.admit(c.r, c.user, c.target.provider.name, c.target.model); e != nil {
+			if e := admit(g, c.r, c.user, c.target.provider.name, c.target.model); e != nil {
 				b.Fatal(e.Error())
 			}
 		}
@@ -116,11 +116,11 @@ func BenchmarkStages(b *testing.B) {
 	b.Run("upstream", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			x, e := g.attempt(c.r, o)
+			x, e := attempt(g, c.r, o)
 			if e != nil {
 				b.Fatal(e.Error())
 			}
-			x.done()
+			exchangeDone(x)
 		}
 	})
 	b.Run("respond", func(b *testing.B) {
@@ -128,7 +128,7 @@ func BenchmarkStages(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			c.w = httptest.NewRecorder()
 			c.rec = requestRecord{}
-			out := c.respondWhole(&exchange{resp: resp, body: bytes.NewReader(data), data: data}, o, data)
+			out := respondWhole(c, &exchange{resp: resp, body: bytes.NewReader(data), data: data}, o, data)
 			if out.status != http.StatusOK || !out.usage.Reported {
 				b.Fatalf("respond: %d %+v", out.status, out.usage)
 			}
@@ -138,14 +138,14 @@ func BenchmarkStages(b *testing.B) {
 		u := translate.Usage{PromptTokens: 180, CompletionTokens: 6, Reported: true}
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			g.accountUsage(c.user, c.target.provider.name, c.target.model, u)
+			accountUsage(g, c.user, c.target.provider.name, c.target.model, u)
 		}
 	})
 	b.Run("record", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			cc := g.newCall(nil, c.r, rt)
-			cc.finish()
+			cc := newCall(g, nil, c.r, rt)
+			finish(cc)
 		}
 	})
 }

@@ -7,7 +7,7 @@ import "net/http"
 // otherwise marks the request for caching (X-Llmgw-Cache: miss).
 // Cacheable: non-streaming requests on a cacheable route, when the
 // caller's primary group has caching on.
-func (c *call) serveCached() bool {
+func serveCached(c *call) bool {
 	g := c.g
 	if g.cache == nil || !c.route.cacheable || c.req.stream || c.user.primary == nil || !c.user.primary.cacheOn {
 		return false
@@ -25,7 +25,7 @@ func (c *call) serveCached() bool {
 			contentType = "application/json"
 		}
 		c.rec.cache = "hit"
-		c.rec.wroteHeader(http.StatusOK)
+		noteWrite(&c.rec, http.StatusOK)
 		c.w.Header().Set("X-Llmgw-Cache", "hit")
 		c.w.Header().Set("Content-Type", contentType)
 		writeJSONResponse(c.w, http.StatusOK, body)
@@ -40,7 +40,7 @@ func (c *call) serveCached() bool {
 
 // saveCached stores a 200 answer of a cacheable request (after it was
 // written to the client). Oversized bodies are skipped by the cache.
-func (c *call) saveCached(out *outcome) {
+func saveCached(c *call, out *outcome) {
 	if c.cacheKey == "" || out.status != http.StatusOK || out.body == nil || out.err != nil {
 		return
 	}

@@ -64,10 +64,10 @@ func TestCandidatesOrder(t *testing.T) {
 			bob = users.users[i].user
 		}
 	}
-	if route, e := g.resolveModel(alice, "shared"); e != nil || len(route.candidates) != 2 {
+	if route, e := resolveModel(g, alice, "shared"); e != nil || len(route.candidates) != 2 {
 		t.Fatalf("alice: %+v %v", route.candidates, e)
 	}
-	if _, e := g.resolveModel(bob, "shared"); e == nil || e.Status != http.StatusForbidden {
+	if _, e := resolveModel(g, bob, "shared"); e == nil || e.Status != http.StatusForbidden {
 		t.Fatalf("bob may not use the first candidate: %v", e)
 	}
 }
@@ -114,7 +114,7 @@ func TestResolveModelRemembersPerUser(t *testing.T) {
 			bob = store.users[i].user
 		}
 	}
-	first, e := g.resolveModel(alice, "shared")
+	first, e := resolveModel(g, alice, "shared")
 	if e != nil || first.provider.name != "a" || len(first.candidates) != 2 {
 		t.Fatalf("alice shared: %+v %v", first, e)
 	}
@@ -124,19 +124,19 @@ func TestResolveModelRemembersPerUser(t *testing.T) {
 	}
 	// bob may use provider b only: "shared" is a's first, a 403, and a
 	// refusal is not remembered; "onlyb" is.
-	if _, e := g.resolveModel(bob, "shared"); e == nil || e.Status != http.StatusForbidden {
+	if _, e := resolveModel(g, bob, "shared"); e == nil || e.Status != http.StatusForbidden {
 		t.Fatalf("bob shared: %v", e)
 	}
 	if _, ok := bob.routes.Load("shared"); ok {
 		t.Fatal("a refusal was remembered")
 	}
-	if r, e := g.resolveModel(bob, "onlyb"); e != nil || r.provider.name != "b" {
+	if r, e := resolveModel(g, bob, "onlyb"); e != nil || r.provider.name != "b" {
 		t.Fatalf("bob onlyb: %+v %v", r, e)
 	}
 	if _, ok := bob.routes.Load("onlyb"); !ok {
 		t.Fatal("bob's onlyb was not remembered")
 	}
-	if _, e := g.resolveModel(alice, "nope"); e == nil || e.Status != http.StatusNotFound {
+	if _, e := resolveModel(g, alice, "nope"); e == nil || e.Status != http.StatusNotFound {
 		t.Fatalf("unknown model: %v", e)
 	}
 	if _, ok := alice.routes.Load("nope"); ok {
@@ -144,7 +144,7 @@ func TestResolveModelRemembersPerUser(t *testing.T) {
 	}
 	// A new snapshot: the remembered entry is stale and replaced.
 	g.rebuildRegistry()
-	if _, e := g.resolveModel(alice, "shared"); e != nil {
+	if _, e := resolveModel(g, alice, "shared"); e != nil {
 		t.Fatal(e.Error())
 	}
 	if v, _ := alice.routes.Load("shared"); v.(*userRoute).reg != g.models() {
@@ -152,7 +152,7 @@ func TestResolveModelRemembersPerUser(t *testing.T) {
 	}
 	// The bound: past maxUserRoutes new ids are resolved, not remembered.
 	alice.routeCount.Store(maxUserRoutes)
-	if r, e := g.resolveModel(alice, "onlyb"); e != nil || r.provider.name != "b" {
+	if r, e := resolveModel(g, alice, "onlyb"); e != nil || r.provider.name != "b" {
 		t.Fatalf("onlyb: %+v %v", r, e)
 	}
 	if _, ok := alice.routes.Load("onlyb"); ok {

@@ -15,14 +15,14 @@ import (
 // model is "" when no price is needed: the request names no model
 // (native passthrough without a readable one) or is never cost-accounted
 // (the media routes).
-func (g *Gateway) admit(r *http.Request, user *userRuntime, provider, model string) *apiError {
+func admit(g *Gateway, r *http.Request, user *userRuntime, provider, model string) *apiError {
 	if e := g.limiter.checkAndCount(r.Context(), user.scopes); e != nil {
 		return e
 	}
 	if model == "" || g.cfg.allowUnpriced || !hasCostBudget(user.scopes) {
 		return nil
 	}
-	if _, priced := g.priceOf(provider, model); !priced {
+	if _, priced := priceOf(g, provider, model); !priced {
 		return apierr.New(http.StatusPaymentRequired, "invalid_request_error", "model_unpriced",
 			"model \""+model+"\" on provider \""+provider+"\" has no known price and your group or user has a cost budget; "+
 				"an operator can add a pricing entry or set allowUnpricedWithCostBudget")
@@ -40,13 +40,13 @@ func hasCostBudget(scopes []limitScope) bool {
 }
 
 // priceOf is the model's price and whether one is known.
-func (g *Gateway) priceOf(provider, model string) (modelPrice, bool) {
+func priceOf(g *Gateway, provider, model string) (modelPrice, bool) {
 	return g.pricer.price(provider, model)
 }
 
 // costOf is a request's cost in micro-USD (0, with a warning, when the
 // model has no known price).
-func (g *Gateway) costOf(provider, model string, u translate.Usage) int64 {
+func costOf(g *Gateway, provider, model string, u translate.Usage) int64 {
 	if model == "" {
 		return 0
 	}

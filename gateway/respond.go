@@ -35,61 +35,61 @@ type outcome struct {
 // stream event by event (relayed, or translated to hub payloads and
 // framed), or binary bytes as they arrive — and reports what it
 // delivered.
-func (c *call) respond(x *exchange, o *outbound) *outcome {
+func respond(c *call, x *exchange, o *outbound) *outcome {
 	switch {
 	case o.binary:
-		return c.relayBinary(x, o)
+		return relayBinary(c, x, o)
 	case !o.stream:
-		return c.respondWhole(x, o, x.data)
+		return respondWhole(c, x, o, x.data)
 	case !isEventStream(x.resp.Header):
 		if o.translator != nil {
-			return c.failed(errBadUpstreamResponse(o.provider.name, "answered a streaming request without an event stream"))
+			return failed(c, errBadUpstreamResponse(o.provider.name, "answered a streaming request without an event stream"))
 		}
 		// An upstream may answer a stream request with a plain JSON body;
 		// it is relayed whole.
 		data, tooBig, err := readCapped(x.body, maxUpstreamResponseBytes)
 		if err != nil {
-			return c.failed(exchangeFailure(o.provider.name, x.wd, c.r.Context(), err))
+			return failed(c, exchangeFailure(o.provider.name, x.wd, c.r.Context(), err))
 		}
 		if tooBig {
-			return c.failed(errUpstreamTooLarge(o.provider.name))
+			return failed(c, errUpstreamTooLarge(o.provider.name))
 		}
-		return c.respondWhole(x, o, data)
+		return respondWhole(c, x, o, data)
 	case o.translator != nil:
-		return c.relayTranslated(x, o, o.translator())
+		return relayTranslated(c, x, o, o.translator())
 	}
-	return c.relayEvents(x, o)
+	return relayEvents(c, x, o)
 }
 
 // failed writes e in place of the answer.
-func (c *call) failed(e *apiError) *outcome {
-	c.fail(e)
+func failed(c *call, e *apiError) *outcome {
+	fail(c, e)
 	return &outcome{status: e.Status, err: e}
 }
 
 // respondWhole writes a whole answer: decoded to the hub shape when the
 // backend translates, else the upstream's body with its relayed headers
 // and status.
-func (c *call) respondWhole(x *exchange, o *outbound, data []byte) *outcome {
+func respondWhole(c *call, x *exchange, o *outbound, data []byte) *outcome {
 	out := &outcome{status: x.resp.StatusCode, contentType: x.resp.Header.Get("Content-Type"), body: data, requestBytes: len(c.req.raw)}
 	if o.decode != nil {
 		body, u, e := o.decode(data)
 		if e != nil {
-			return c.failed(attributed(o.provider, e))
+			return failed(c, attributed(o.provider, e))
 		}
 		out.status, out.contentType, out.body, out.usage = http.StatusOK, "application/json", body, u
 	} else {
 		translate.UsageFromJSON(data, &out.usage)
 		copyResponseHeaders(c.w.Header(), x.resp.Header)
 	}
-	c.rec.wroteHeader(out.status)
+	noteWrite(&c.rec, out.status)
 	writeJSONResponse(c.w, out.status, out.body)
 	return out
 }
 
 // startStream sends an event stream's headers at once, so the client
 // sees the response start before the first token.
-func (c *call) startStream(status int) {
+func startStream(c *call, status int) {
 	h := c.w.Header()
 	if h.Get("Content-Type") == "" {
 		h.Set("Content-Type", "text/event-stream")
@@ -97,7 +97,7 @@ func (c *call) startStream(status int) {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	h.Del("Content-Length")
-	c.rec.wroteHeader(status)
+	noteWrite(&c.rec, status)
 	c.w.WriteHeader(status)
 	if f, ok := c.w.(http.Flusher); ok {
 		f.Flush()
@@ -133,14 +133,14 @@ func (s *streamWriter) write(b []byte) {
 // end cleanly (read error, stall, size cap, no terminator), appends the
 // format's mid-stream error so the client can tell a cut stream from a
 // finished one.
-func (c *call) relayEvents(x *exchange, o *outbound) *outcome {
+func relayEvents(c *call, x *exchange, o *outbound) *outcome {
 	p := o.provider
 	copyResponseHeaders(c.w.Header(), x.resp.Header)
-	c.startStream(x.resp.StatusCode)
+	startStream(c, x.resp.StatusCode)
 	out := &outcome{status: x.resp.StatusCode, streamed: true}
 	res := relayEventStream(c.w, x.body, maxUpstreamResponseBytes, c.format.streamEndMark, c.format.isStreamEnd, nil, &out.usage)
 	if c.r.Context().Err() != nil {
-		c.clientLeft(out, p, res.events)
+		clientLeft(c, out, p, res.events)
 		return out
 	}
 	var e *apiError
@@ -152,16 +152,16 @@ func (c *call) relayEvents(x *exchange, o *outbound) *outcome {
 	case !res.sawEnd:
 		e = errStreamTruncated(p.name, "ended without "+c.format.streamEndName)
 	}
-	c.endStream(newStreamWriter(c.w), out, e, res.events)
+	endStream(c, newStreamWriter(c.w), out, e, res.events)
 	return out
 }
 
 // relayTranslated relays an upstream event stream of another wire shape:
 // one upstream event in, its hub payloads out, framed by the client's
 // format and flushed.
-func (c *call) relayTranslated(x *exchange, o *outbound, st translate.StreamTranslator) *outcome {
+func relayTranslated(c *call, x *exchange, o *outbound, st translate.StreamTranslator) *outcome {
 	p := o.provider
-	c.startStream(http.StatusOK)
+	startStream(c, http.StatusOK)
 	out := &outcome{status: http.StatusOK, streamed: true}
 	sw := newStreamWriter(c.w)
 	rd := sse.NewReader(x.body, maxUpstreamResponseBytes)
@@ -174,7 +174,7 @@ func (c *call) relayTranslated(x *exchange, o *outbound, st translate.StreamTran
 		if err != nil {
 			if c.r.Context().Err() != nil {
 				out.usage = st.Usage()
-				c.clientLeft(out, p, events)
+				clientLeft(c, out, p, events)
 				return out
 			}
 			if err == io.EOF && !rd.Partial() {
@@ -211,7 +211,7 @@ func (c *call) relayTranslated(x *exchange, o *outbound, st translate.StreamTran
 	}
 	out.usage = st.Usage()
 	if e != nil {
-		c.endStream(sw, out, e, events)
+		endStream(c, sw, out, e, events)
 	}
 	return out
 }
@@ -219,32 +219,32 @@ func (c *call) relayTranslated(x *exchange, o *outbound, st translate.StreamTran
 // endStream closes a stream that is still open towards the client: on a
 // clean end nothing is left to write (a relayed stream carried its own
 // terminator); on a failure the format's mid-stream error is written.
-func (c *call) endStream(sw *streamWriter, out *outcome, e *apiError, events int) {
+func endStream(c *call, sw *streamWriter, out *outcome, e *apiError, events int) {
 	if e == nil {
 		return
 	}
 	out.err = e
-	c.rec.noteError(e)
+	noteError(&c.rec, e)
 	c.g.log.errorf("%s (after %d events)", e.Error(), events)
 	sw.buf = c.format.streamError(sw.buf[:0], e)
 	sw.write(sw.buf)
 }
 
 // clientLeft notes a stream the client abandoned.
-func (c *call) clientLeft(out *outcome, p *providerRuntime, events int) {
+func clientLeft(c *call, out *outcome, p *providerRuntime, events int) {
 	e := upstreamFailure(apierr.ClassClientCancel, "client closed the request", nil)
 	out.err = e
-	c.rec.noteError(e)
+	noteError(&c.rec, e)
 	c.g.log.infof("client closed the stream from provider %q after %d events", p.name, events)
 }
 
 // relayBinary streams a binary answer (audio/speech) to the client as it
 // arrives. A response over the size cap, or one cut by the upstream,
 // aborts the client connection: there is no in-band way to signal it.
-func (c *call) relayBinary(x *exchange, o *outbound) *outcome {
+func relayBinary(c *call, x *exchange, o *outbound) *outcome {
 	p := o.provider
 	if x.resp.ContentLength > maxUpstreamResponseBytes {
-		return c.failed(errUpstreamTooLarge(p.name))
+		return failed(c, errUpstreamTooLarge(p.name))
 	}
 	h := c.w.Header()
 	if ct := x.resp.Header.Get("Content-Type"); ct != "" {
@@ -254,7 +254,7 @@ func (c *call) relayBinary(x *exchange, o *outbound) *outcome {
 		h.Set("Content-Length", strconv.FormatInt(x.resp.ContentLength, 10))
 	}
 	out := &outcome{status: x.resp.StatusCode, streamed: true}
-	c.rec.wroteHeader(x.resp.StatusCode)
+	noteWrite(&c.rec, x.resp.StatusCode)
 	c.w.WriteHeader(x.resp.StatusCode)
 	flusher, _ := c.w.(http.Flusher)
 	buf := make([]byte, 32<<10)
@@ -264,7 +264,7 @@ func (c *call) relayBinary(x *exchange, o *outbound) *outcome {
 		if n > 0 {
 			total += int64(n)
 			if total > maxUpstreamResponseBytes {
-				c.abort(out, errUpstreamTooLarge(p.name))
+				abort(c, out, errUpstreamTooLarge(p.name))
 			}
 			if _, werr := c.w.Write(buf[:n]); werr != nil {
 				return out
@@ -278,10 +278,10 @@ func (c *call) relayBinary(x *exchange, o *outbound) *outcome {
 		}
 		if err != nil {
 			if c.r.Context().Err() != nil {
-				c.clientLeft(out, p, 0)
+				clientLeft(c, out, p, 0)
 				return out
 			}
-			c.abort(out, streamReadFailure(p.name, x.wd, c.r.Context(), err))
+			abort(c, out, streamReadFailure(p.name, x.wd, c.r.Context(), err))
 		}
 	}
 }
@@ -289,11 +289,11 @@ func (c *call) relayBinary(x *exchange, o *outbound) *outcome {
 // abort ends a binary answer whose headers are out: the record and the
 // account stage still run (the deferred finish, and the request counted
 // as made), then the connection is cut.
-func (c *call) abort(out *outcome, e *apiError) {
+func abort(c *call, out *outcome, e *apiError) {
 	out.err = e
-	c.rec.noteError(e)
+	noteError(&c.rec, e)
 	c.g.log.errorf("%s: aborting the binary stream", e.Error())
-	c.account(out)
+	account(c, out)
 	panic(http.ErrAbortHandler)
 }
 

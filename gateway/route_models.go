@@ -45,7 +45,7 @@ func (g *Gateway) serveModels(w http.ResponseWriter, r *http.Request) {
 		defaultFormat.writeError(w, errMethodNotAllowed(r.Method, r.URL.Path, http.MethodGet))
 		return
 	}
-	user, e := g.authenticate(r)
+	user, e := authenticate(g, r)
 	if e != nil {
 		defaultFormat.writeError(w, e)
 		return
@@ -66,7 +66,7 @@ func (g *Gateway) serveModels(w http.ResponseWriter, r *http.Request) {
 }
 
 func (g *Gateway) serveOneModel(w http.ResponseWriter, user *userRuntime, id string) {
-	route, e := g.resolveModel(user, id)
+	route, e := resolveModel(g, user, id)
 	if e != nil {
 		defaultFormat.writeError(w, e)
 		return

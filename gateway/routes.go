@@ -88,10 +88,12 @@ func indexRoutes(table []*route) map[string]*route {
 // route authenticates on its own; a request matching no route never
 // reaches authentication.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	g.discovery.maybeRefresh()
+	if len(g.discovery.states) > 0 {
+		g.discovery.maybeRefresh()
+	}
 	p := r.URL.Path
 	if rt := routesByPath[p]; rt != nil {
-		g.serveMetered(w, r, rt)
+		serveMetered(g, w, r, rt)
 		return
 	}
 	if p == "/v1/models" || strings.HasPrefix(p, "/v1/models/") {

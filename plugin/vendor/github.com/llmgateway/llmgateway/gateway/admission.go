@@ -69,7 +69,7 @@ func errBodyCapacity() *apiError {
 // body-admission slot (413 over the route's cap) and reads what the
 // pipeline needs from it: a JSON body through the route's wire format; a
 // multipart body (transcriptions) by locating its single model field.
-func (g *Gateway) readAdmitted(r *http.Request, rt *route) (*jsonRequest, *apiError) {
+func readAdmitted(g *Gateway, r *http.Request, rt *route) (*jsonRequest, *apiError) {
 	if !g.admission.acquire() {
 		return nil, errBodyCapacity()
 	}

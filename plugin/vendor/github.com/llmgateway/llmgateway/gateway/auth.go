@@ -62,7 +62,7 @@ var clientCredentialHeaders = []string{"Authorization", "X-Api-Key", "X-Goog-Api
 
 // authenticate identifies the caller and logs the attempt without any
 // key material. A failure is a 401 for the caller's route to write.
-func (g *Gateway) authenticate(r *http.Request) (*userRuntime, *apiError) {
+func authenticate(g *Gateway, r *http.Request) (*userRuntime, *apiError) {
 	if g.users.path != "" {
 		g.users.maybeReload()
 	}

@@ -129,7 +129,7 @@ func translatedChat(c *call, cand candidate, url string, body []byte, stream boo
 	response func([]byte, translate.Context) ([]byte, translate.Usage, *apiError),
 	newStream func(translate.Context) translate.StreamTranslator) *outbound {
 	o := jsonOutbound(cand, url, body)
-	tc := c.translateContext(cand.model)
+	tc := translateContext(c, cand.model)
 	if stream {
 		o.accept, o.stream = "text/event-stream", true
 		o.translator = func() translate.StreamTranslator { return newStream(tc) }
@@ -156,7 +156,7 @@ func geminiEmbeddings(c *call, cand candidate) (*outbound, *apiError) {
 	if batch {
 		method = "batchEmbedContents"
 	}
-	tc := c.translateContext(cand.model)
+	tc := translateContext(c, cand.model)
 	wantBase64 := translate.GeminiEmbedWantsBase64(c.req.raw)
 	o := jsonOutbound(cand, geminiModelURL(cand.provider, cand.model, method), body)
 	o.decode = func(data []byte) ([]byte, translate.Usage, *apiError) {

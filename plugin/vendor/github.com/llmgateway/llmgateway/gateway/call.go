@@ -44,12 +44,12 @@ type exchange struct {
 	wd   *watchdog
 }
 
-func (x *exchange) done() {
+func exchangeDone(x *exchange) {
 	_ = x.resp.Body.Close()
 	x.wd.stop()
 }
 
-// send is the call stage: it walks the request's candidates in order
+// sendUpstream is the call stage: it walks the request's candidates in order
 // under one request-wide attempt budget (the first try plus
 // retry.attempts, shared by every candidate), each candidate's outbound
 // request prepared by its provider type's backend. A failure whose
@@ -59,7 +59,7 @@ func (x *exchange) done() {
 // byte reached the client. With failover off (today) the walk holds the
 // first candidate only. A failed attempt's body is drained and
 // discarded, never parsed for usage.
-func (c *call) send() (*exchange, *outbound, *apiError) {
+func sendUpstream(c *call) (*exchange, *outbound, *apiError) {
 	cands := c.target.candidates[:1] // failover off: the first candidate only
 	budget := 1 + c.g.cfg.retry.retries
 	var last *apiError
@@ -76,7 +76,7 @@ func (c *call) send() (*exchange, *outbound, *apiError) {
 			// client's mistake, whichever candidate it meets.
 			return nil, nil, e
 		}
-		x, e := c.tryCandidate(o, budget)
+		x, e := tryCandidate(c, o, budget)
 		if e == nil {
 			return x, o, nil
 		}
@@ -90,7 +90,7 @@ func (c *call) send() (*exchange, *outbound, *apiError) {
 
 // tryCandidate makes attempts on one candidate while the request's
 // attempt budget lasts and the failure table allows a retry.
-func (c *call) tryCandidate(o *outbound, budget int) (*exchange, *apiError) {
+func tryCandidate(c *call, o *outbound, budget int) (*exchange, *apiError) {
 	g := c.g
 	c.rec.provider, c.rec.model = o.provider.name, o.model
 	var last *apiError
@@ -103,7 +103,7 @@ func (c *call) tryCandidate(o *outbound, budget int) (*exchange, *apiError) {
 			}
 		}
 		c.rec.attempts++
-		x, e := g.attempt(c.r, o)
+		x, e := attempt(g, c.r, o)
 		if e == nil {
 			return x, nil
 		}
@@ -121,7 +121,7 @@ func (c *call) tryCandidate(o *outbound, budget int) (*exchange, *apiError) {
 
 // attempt makes one try: the request, the response headers and, unless
 // the outbound streams, the whole body.
-func (g *Gateway) attempt(r *http.Request, o *outbound) (*exchange, *apiError) {
+func attempt(g *Gateway, r *http.Request, o *outbound) (*exchange, *apiError) {
 	p := o.provider
 	ctx, wd := startWatchdog(r.Context(), p.timeout)
 	req, err := http.NewRequestWithContext(ctx, o.method, o.url, bytes.NewReader(o.body))
@@ -167,14 +167,14 @@ func (g *Gateway) attempt(r *http.Request, o *outbound) (*exchange, *apiError) {
 	}
 	data, tooBig, err := readUpstreamBody(resp.Body, wd, resp.ContentLength, maxUpstreamResponseBytes)
 	if err != nil {
-		x.done()
+		exchangeDone(x)
 		e := exchangeFailure(p.name, wd, r.Context(), err)
 		g.limiter.recordAttempt(p.name, o.model, attemptFailed(e))
 		return nil, e
 	}
 	g.limiter.recordAttempt(p.name, o.model, false)
 	if tooBig {
-		x.done()
+		exchangeDone(x)
 		return nil, errUpstreamTooLarge(p.name)
 	}
 	x.data = data

@@ -39,32 +39,32 @@ func (g *Gateway) passthroughTarget(p string) (*providerRuntime, string, bool) {
 // provider and path (and the body's model when grants restrict models)
 // → limit → proxy → account → record.
 func (g *Gateway) servePassthrough(w http.ResponseWriter, r *http.Request, p *providerRuntime, rest string) {
-	c := g.newCall(w, r, passthroughRoute)
-	defer c.finish()
+	c := newCall(g, w, r, passthroughRoute)
+	defer finish(c)
 	c.rec.provider = p.name
-	if !c.identify() {
+	if !identify(c) {
 		return
 	}
-	model, body, e := c.admitPassthrough(p, rest)
+	model, body, e := admitPassthrough(c, p, rest)
 	if e != nil {
-		c.reject(e)
+		reject(c, e)
 		return
 	}
 	c.rec.requestedModel, c.rec.model = model, model
-	if e := g.admit(r, c.user, p.name, model); e != nil {
-		c.reject(e)
+	if e := admit(g, r, c.user, p.name, model); e != nil {
+		reject(c, e)
 		return
 	}
 	_ = http.NewResponseController(w).EnableFullDuplex()
-	out := c.proxy(p, body, model)
-	c.account(out)
+	out := proxy(c, p, body, model)
+	account(c, out)
 }
 
 // admitPassthrough checks a passthrough request before any upstream
 // call: the path, the caller's grants for the provider and path, the
 // body's size, and — when grants restrict models, or a cost budget
 // needs a price — the body's model.
-func (c *call) admitPassthrough(p *providerRuntime, rest string) (string, *cappedBody, *apiError) {
+func admitPassthrough(c *call, p *providerRuntime, rest string) (string, *cappedBody, *apiError) {
 	r := c.r
 	if hasDotSegment(rest) {
 		return "", nil, apierr.BadRequest("invalid_path", "path segments \".\" and \"..\" are not allowed")
@@ -98,7 +98,7 @@ func (c *call) admitPassthrough(p *providerRuntime, rest string) (string, *cappe
 // proxy runs one native passthrough exchange through
 // httputil.ReverseProxy, under the provider's progress watchdog, and
 // reports what it delivered (usage sniffed from the body as it flowed).
-func (c *call) proxy(p *providerRuntime, body *cappedBody, model string) *outcome {
+func proxy(c *call, p *providerRuntime, body *cappedBody, model string) *outcome {
 	g, r, w := c.g, c.r, c.w
 	out := &outcome{}
 	target := passthroughURL(p, r.URL)
@@ -132,7 +132,7 @@ func (c *call) proxy(p *providerRuntime, body *cappedBody, model string) *outcom
 		if resp.ContentLength > maxUpstreamResponseBytes {
 			return errPassthroughTooLarge
 		}
-		c.rec.wroteHeader(resp.StatusCode)
+		noteWrite(&c.rec, resp.StatusCode)
 		out.status = resp.StatusCode
 		if row != nil {
 			// Relayed as the upstream sent it; the record notes its class.
@@ -152,9 +152,9 @@ func (c *call) proxy(p *providerRuntime, body *cappedBody, model string) *outcom
 		return nil
 	}
 	rp.ErrorHandler = func(rw http.ResponseWriter, req *http.Request, err error) {
-		out.err = c.passthroughFailure(p, body, wd, err)
+		out.err = passthroughFailure(c, p, body, wd, err)
 		out.status = out.err.Status
-		c.fail(out.err)
+		fail(c, out.err)
 	}
 	rp.ServeHTTP(w, in)
 	body.close()
@@ -162,7 +162,7 @@ func (c *call) proxy(p *providerRuntime, body *cappedBody, model string) *outcom
 }
 
 // passthroughFailure classifies a passthrough exchange that failed.
-func (c *call) passthroughFailure(p *providerRuntime, body *cappedBody, wd *watchdog, err error) *apiError {
+func passthroughFailure(c *call, p *providerRuntime, body *cappedBody, wd *watchdog, err error) *apiError {
 	if body.tooLarge() {
 		return errTooLarge(maxPassthroughRequestBytes)
 	}

@@ -31,7 +31,7 @@ type call struct {
 	rec      requestRecord
 }
 
-func (g *Gateway) newCall(w http.ResponseWriter, r *http.Request, rt *route) *call {
+func newCall(g *Gateway, w http.ResponseWriter, r *http.Request, rt *route) *call {
 	return &call{g: g, w: w, r: r, route: rt, format: rt.format,
 		rec: requestRecord{route: rt.name, format: rt.format.name, start: time.Now()}}
 }
@@ -43,35 +43,35 @@ func (g *Gateway) newCall(w http.ResponseWriter, r *http.Request, rt *route) *ca
 //
 // Each stage either passes the request on or ends it with an error
 // written through the route's wire format.
-func (g *Gateway) serveMetered(w http.ResponseWriter, r *http.Request, rt *route) {
-	c := g.newCall(w, r, rt)
-	defer c.finish()
+func serveMetered(g *Gateway, w http.ResponseWriter, r *http.Request, rt *route) {
+	c := newCall(g, w, r, rt)
+	defer finish(c)
 	if r.Method != rt.method {
 		w.Header().Set("Allow", rt.method)
-		c.reject(errMethodNotAllowed(r.Method, rt.path, rt.method))
+		reject(c, errMethodNotAllowed(r.Method, rt.path, rt.method))
 		return
 	}
-	if !c.identify() || !c.admitBody() || !c.resolve() || !c.limit() {
+	if !identify(c) || !admitBody(c) || !resolve(c) || !limit(c) {
 		return
 	}
-	if c.serveCached() {
+	if serveCached(c) {
 		return
 	}
-	x, o, e := c.send()
+	x, o, e := sendUpstream(c)
 	if e != nil {
-		c.fail(e)
+		fail(c, e)
 		return
 	}
-	defer x.done()
-	out := c.respond(x, o)
-	c.account(out)
+	defer exchangeDone(x)
+	out := respond(c, x, o)
+	account(c, out)
 }
 
 // identify authenticates the caller (401 otherwise).
-func (c *call) identify() bool {
-	user, e := c.g.authenticate(c.r)
+func identify(c *call) bool {
+	user, e := authenticate(c.g, c.r)
 	if e != nil {
-		c.reject(e)
+		reject(c, e)
 		return false
 	}
 	c.user = user
@@ -82,10 +82,10 @@ func (c *call) identify() bool {
 
 // admitBody reads the request body under a body-admission slot: the
 // whole body up to the route's cap, validated and its model located.
-func (c *call) admitBody() bool {
-	req, e := c.g.readAdmitted(c.r, c.route)
+func admitBody(c *call) bool {
+	req, e := readAdmitted(c.g, c.r, c.route)
 	if e != nil {
-		c.reject(e)
+		reject(c, e)
 		return false
 	}
 	c.req = req
@@ -98,17 +98,17 @@ func (c *call) admitBody() bool {
 // when nothing serves it, 403 when the caller may not use its first
 // candidate, 501 when that candidate's provider type cannot serve the
 // route. Candidates the caller may not use are dropped.
-func (c *call) resolve() bool {
-	target, e := c.g.resolveModel(c.user, c.req.model)
+func resolve(c *call) bool {
+	target, e := resolveModel(c.g, c.user, c.req.model)
 	if e != nil {
-		c.reject(e)
+		reject(c, e)
 		return false
 	}
 	c.target = target
 	first := target.candidates[0]
 	c.rec.provider, c.rec.model = first.provider.name, first.model
 	if backendFor(first.provider.kind).ops[c.route.op] == nil {
-		c.reject(errNotSupported(first.provider, c.route))
+		reject(c, errNotSupported(first.provider, c.route))
 		return false
 	}
 	return true
@@ -116,13 +116,13 @@ func (c *call) resolve() bool {
 
 // limit counts the request and checks the caller's limits (429/503), and
 // a cost budget's need for a price (402). Only priced routes need one.
-func (c *call) limit() bool {
+func limit(c *call) bool {
 	priced := ""
 	if c.route.priced {
 		priced = c.target.model
 	}
-	if e := c.g.admit(c.r, c.user, c.target.provider.name, priced); e != nil {
-		c.reject(e)
+	if e := admit(c.g, c.r, c.user, c.target.provider.name, priced); e != nil {
+		reject(c, e)
 		return false
 	}
 	return true
@@ -132,7 +132,7 @@ func (c *call) limit() bool {
 // bare): 404 when nothing serves it, 403 when the caller's grants may not
 // use its first candidate. The candidates the caller may not use are
 // removed, so no later stage can reach them.
-func (g *Gateway) resolveModel(user *userRuntime, id string) (modelRoute, *apiError) {
+func resolveModel(g *Gateway, user *userRuntime, id string) (modelRoute, *apiError) {
 	reg, _ := g.registry.Load().(*modelRegistry)
 	v, seen := user.routes.Load(id)
 	if seen {
@@ -187,9 +187,9 @@ func resolveForUser(reg *modelRegistry, user *userRuntime, id string) (modelRout
 
 // reject ends the request with the gateway's own refusal (written
 // through the route's format, not logged as a failure).
-func (c *call) reject(e *apiError) {
-	c.rec.wroteHeader(e.Status)
-	c.rec.noteError(e)
+func reject(c *call, e *apiError) {
+	noteWrite(&c.rec, e.Status)
+	noteError(&c.rec, e)
 	if e.Status == http.StatusRequestEntityTooLarge {
 		// The rest of the body is never read: the connection cannot carry
 		// another request, and the client must not try to reuse it.
@@ -200,18 +200,18 @@ func (c *call) reject(e *apiError) {
 
 // fail logs an upstream-side failure and writes it, unless the client
 // already went away.
-func (c *call) fail(e *apiError) {
+func fail(c *call, e *apiError) {
 	if e.Status == 499 {
-		c.rec.noteError(e)
+		noteError(&c.rec, e)
 		c.g.log.infof("client closed the request: %s %s", c.r.Method, c.r.URL.Path)
 		return
 	}
 	c.g.log.errorf("%s %s: %s", c.r.Method, c.r.URL.Path, e.Error())
-	c.reject(e)
+	reject(c, e)
 }
 
 // translateContext builds the response translators' context.
-func (c *call) translateContext(upstreamModel string) translate.Context {
+func translateContext(c *call, upstreamModel string) translate.Context {
 	return translate.Context{
 		RequestedModel: c.req.model,
 		UpstreamModel:  upstreamModel,

@@ -53,7 +53,7 @@ type requestRecord struct {
 
 // noteError records e as the request's error: the first error wins, and
 // the status is the one the client saw (a stream's 200 stays).
-func (r *requestRecord) noteError(e *apiError) {
+func noteError(r *requestRecord, e *apiError) {
 	if r.errorCode == "" {
 		r.errorCode = e.Code
 		if e.Class != apierr.ClassNone {
@@ -67,7 +67,7 @@ func (r *requestRecord) noteError(e *apiError) {
 
 // wroteHeader notes the first write to the client: its time and the
 // status the client got.
-func (r *requestRecord) wroteHeader(status int) {
+func noteWrite(r *requestRecord, status int) {
 	if r.firstByte.IsZero() {
 		r.firstByte = time.Now()
 	}
@@ -82,7 +82,7 @@ func (r *requestRecord) wroteHeader(status int) {
 // usage counts no tokens; unpriced routes (media) are request-counted
 // only. The tokens and cost go to every scope of the request in one
 // store round trip, and a cacheable answer is saved.
-func (c *call) account(out *outcome) {
+func account(c *call, out *outcome) {
 	if c.rec.statusCode == 0 {
 		c.rec.statusCode = out.status
 	}
@@ -94,17 +94,17 @@ func (c *call) account(out *outcome) {
 		u = estimateUsage(out.requestBytes)
 	}
 	c.rec.usage = u
-	c.g.accountUsage(c.user, c.rec.provider, c.rec.model, u)
-	c.saveCached(out)
+	accountUsage(c.g, c.user, c.rec.provider, c.rec.model, u)
+	saveCached(c, out)
 }
 
 // finish is the record stage: it completes the request record and hands
 // it to the hook.
-func (c *call) finish() {
-	c.g.emitRecord(&c.rec)
+func finish(c *call) {
+	emitRecord(c.g, &c.rec)
 }
 
-func (g *Gateway) emitRecord(rec *requestRecord) {
+func emitRecord(g *Gateway, rec *requestRecord) {
 	rec.latency = time.Since(rec.start)
 	if !rec.firstByte.IsZero() {
 		rec.ttfb = rec.firstByte.Sub(rec.start)
@@ -115,11 +115,11 @@ func (g *Gateway) emitRecord(rec *requestRecord) {
 }
 
 // accountUsage adds u's tokens and cost to every scope of user.
-func (g *Gateway) accountUsage(user *userRuntime, provider, model string, u translate.Usage) {
+func accountUsage(g *Gateway, user *userRuntime, provider, model string, u translate.Usage) {
 	if user == nil || len(user.scopes) == 0 || (u.PromptTokens == 0 && u.CompletionTokens == 0) {
 		return
 	}
-	cost := g.costOf(provider, model, u)
+	cost := costOf(g, provider, model, u)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	g.limiter.account(ctx, user.scopes, u, cost)
