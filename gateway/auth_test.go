@@ -124,7 +124,7 @@ func TestAuthStoreHoldsDigestsOnly(t *testing.T) {
 	}
 	r, _ := http.NewRequest("GET", "/", nil)
 	r.Header.Set("X-Api-Key", testBobKey)
-	if u := store.identify(r); u == nil || u.name != "bob" {
+	if u := identifyKey(store, r); u == nil || u.name != "bob" {
 		t.Fatalf("identify returned %+v", u)
 	}
 }

@@ -46,16 +46,8 @@ func newBodyAdmission(n int) *bodyAdmission {
 	return &bodyAdmission{slots: make(chan struct{}, n)}
 }
 
-// acquire takes a slot without waiting; false means every slot is busy.
-func (b *bodyAdmission) acquire() bool {
-	select {
-	case b.slots <- struct{}{}:
-		return true
-	default:
-		return false
-	}
-}
-
+// release gives a slot back (readAdmitted takes it inline, without
+// waiting: a full semaphore is a 503).
 func (b *bodyAdmission) release() { <-b.slots }
 
 func errBodyCapacity() *apiError {
@@ -70,9 +62,13 @@ func errBodyCapacity() *apiError {
 // pipeline needs from it: a JSON body through the route's wire format; a
 // multipart body (transcriptions) by locating its single model field.
 func readAdmitted(g *Gateway, r *http.Request, rt *route) (*jsonRequest, *apiError) {
-	if !g.admission.acquire() {
+	select {
+	case g.admission.slots <- struct{}{}:
+	default:
 		return nil, errBodyCapacity()
 	}
+	// Given back by a defer even if a reader panics: a lost slot would
+	// shrink the gateway's capacity for good.
 	defer g.admission.release()
 	body, e := readRequestBody(r, rt.maxBodyBytes)
 	if e != nil {

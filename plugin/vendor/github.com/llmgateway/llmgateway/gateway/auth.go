@@ -25,8 +25,8 @@ func newAuthStore(users []compiledUser) *authStore {
 	return a
 }
 
-// identify returns the user whose key the request presents, or nil.
-func (a *authStore) identify(r *http.Request) *userRuntime {
+// identifyKey returns the user whose key the request presents, or nil.
+func identifyKey(a *authStore, r *http.Request) *userRuntime {
 	key := presentedKey(r)
 	if key == "" {
 		return nil
@@ -67,7 +67,7 @@ func authenticate(g *Gateway, r *http.Request) (*userRuntime, *apiError) {
 		g.users.maybeReload()
 	}
 	store, _ := g.users.store.Load().(*authStore)
-	user := store.identify(r)
+	user := identifyKey(store, r)
 	if user == nil {
 		g.log.line("WARN", "auth failed method="+r.Method+" path="+strconv.Quote(r.URL.Path)+" remote="+r.RemoteAddr)
 		return nil, errUnauthorized()
