@@ -89,7 +89,7 @@ func (s *Redis) Apply(ctx context.Context, incrs []Incr, gets []string) ([]int64
 	if len(gets) > 0 {
 		bt.gets = make([]int64, len(gets))
 	}
-	if err := s.c.do(ctx, bt); err != nil {
+	if err := respDo(ctx, s.c, bt); err != nil {
 		return nil, nil, err
 	}
 	return applyResult(bt)
@@ -129,17 +129,20 @@ func applyResult(bt *respBatch) ([]int64, []int64, error) {
 
 // appendApply appends Apply's commands to b: INCRBY key delta and EXPIRE
 // key seconds per incr, then MGET of every get key when there are any.
-// The bytes are exactly appendRESPCommand's for those commands; the loop
-// is written for the interpreter (few calls per command: each key's
-// length prefix is encoded once and copied into the EXPIRE, and an
-// EXPIRE argument is re-encoded only when the TTL changes).
+// The bytes are exactly appendRESPCommand's for those commands. The loop
+// is written for the interpreter, where every statement counts and
+// calls into the standard library (append, strconv.AppendInt) run
+// compiled: each key argument is encoded once and copied into its
+// EXPIRE, and each distinct TTL's argument (a batch has one per window)
+// is encoded once and copied after that.
 func appendApply(b []byte, incrs []Incr, gets []string) []byte {
 	if b == nil {
 		b = make([]byte, 0, 160*len(incrs)+64*len(gets)+32)
 	}
-	var ttlBuf [32]byte
-	ttlArg := ttlBuf[:0] // "$<len>\r\n<seconds>\r\n" for lastTTL
-	var lastTTL time.Duration
+	// The TTL arguments already in b: ttls[j]'s is b[ttlAt[j]:ttlEnd[j]].
+	var ttls [4]time.Duration
+	var ttlAt, ttlEnd [4]int
+	nTTL := 0
 	for i := 0; i < len(incrs); i++ {
 		in := &incrs[i]
 		key := in.Key
@@ -169,29 +172,53 @@ func appendApply(b []byte, incrs []Incr, gets []string) []byte {
 		}
 		b = append(b, "\r\n*3\r\n$6\r\nEXPIRE\r\n"...)
 		b = append(b, b[ks:ke]...)
-		if len(ttlArg) == 0 || in.TTL != lastTTL {
-			lastTTL = in.TTL
-			var digits [24]byte
-			secs := strconv.AppendInt(digits[:0], ttlSeconds(in.TTL), 10)
-			ttlArg = append(ttlBuf[:0], '$')
-			ttlArg = strconv.AppendInt(ttlArg, int64(len(secs)), 10)
-			ttlArg = append(ttlArg, '\r', '\n')
-			ttlArg = append(ttlArg, secs...)
-			ttlArg = append(ttlArg, '\r', '\n')
+		j := 0
+		for j < nTTL && ttls[j] != in.TTL {
+			j++
 		}
-		b = append(b, ttlArg...)
+		if j < nTTL {
+			b = append(b, b[ttlAt[j]:ttlEnd[j]]...)
+			continue
+		}
+		at := len(b)
+		b = append(b, "$0\r\n"...)
+		b = strconv.AppendInt(b, ttlSeconds(in.TTL), 10)
+		if nd := len(b) - at - 4; nd < 10 {
+			b[at+1] = byte('0' + nd)
+			b = append(b, '\r', '\n')
+		} else {
+			secs := string(b[at+4:])
+			b = b[:at+1]
+			b = strconv.AppendInt(b, int64(nd), 10)
+			b = append(b, '\r', '\n')
+			b = append(b, secs...)
+			b = append(b, '\r', '\n')
+		}
+		if nTTL < len(ttls) {
+			ttls[nTTL] = in.TTL
+			ttlAt[nTTL] = at
+			ttlEnd[nTTL] = len(b)
+			nTTL++
+		}
 	}
 	if len(gets) > 0 {
 		b = append(b, '*')
 		b = strconv.AppendInt(b, int64(len(gets)+1), 10)
-		b = append(b, "\r\n$4\r\nMGET\r\n"...)
+		b = append(b, "\r\n$4\r\nMGET\r\n$"...)
 		for i := 0; i < len(gets); i++ {
-			b = append(b, '$')
-			b = strconv.AppendInt(b, int64(len(gets[i])), 10)
-			b = append(b, '\r', '\n')
+			kl := len(gets[i])
+			if kl < 10 {
+				b = append(b, byte('0'+kl), '\r', '\n')
+			} else if kl < 100 {
+				b = append(b, byte('0'+kl/10), byte('0'+kl%10), '\r', '\n')
+			} else {
+				b = strconv.AppendInt(b, int64(kl), 10)
+				b = append(b, '\r', '\n')
+			}
 			b = append(b, gets[i]...)
-			b = append(b, '\r', '\n')
+			b = append(b, "\r\n$"...)
 		}
+		b = b[:len(b)-1]
 	}
 	return b
 }

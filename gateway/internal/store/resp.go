@@ -252,7 +252,7 @@ func (c *respClient) dial(ctx context.Context) (*respConn, error) {
 		req = appendRESPCommand(req, setup[i])
 	}
 	bt := &respBatch{req: req, replies: make([]respValue, len(setup))}
-	err = c.exchange(dctx, cn, bt, nil)
+	err = respExchange(dctx, c, cn, bt, nil)
 	replies := bt.replies
 	if err != nil {
 		_ = nc.Close()
@@ -290,7 +290,7 @@ func (e *respError) Error() string { return e.msg }
 func (e *respError) Unwrap() error { return e.cause }
 
 // pipeline writes every command in one write and reads exactly
-// len(cmds) replies (see do).
+// len(cmds) replies (see respDo).
 func (c *respClient) pipeline(ctx context.Context, cmds [][]string) ([]respValue, error) {
 	if len(cmds) == 0 {
 		return nil, nil
@@ -300,34 +300,78 @@ func (c *respClient) pipeline(ctx context.Context, cmds [][]string) ([]respValue
 		req = appendRESPCommand(req, cmds[i])
 	}
 	bt := &respBatch{req: req, replies: make([]respValue, len(cmds))}
-	if err := c.do(ctx, bt); err != nil {
+	if err := respDo(ctx, c, bt); err != nil {
 		return nil, err
 	}
 	return bt.replies, nil
 }
 
-// do runs bt: its commands in one write, then every reply. An error
-// reply is a value of kind '-'; a Go error means the exchange failed
-// (I/O, protocol, timeout) and the connection was closed; when ctx ended
-// first the error is ctx.Err() itself, so errors.Is(err,
-// context.Canceled) holds compiled and interpreted. A pooled connection
-// that fails before any reply byte arrives (typically closed by the
-// server while idle) is retried once on another connection: semantics
-// are at-least-once.
-func (c *respClient) do(ctx context.Context, bt *respBatch) error {
+// respDo runs bt on one of c's connections: its commands in one write,
+// then every reply. An error reply is a value of kind '-'; a Go error
+// means the exchange failed (I/O, protocol, timeout) and the connection
+// was closed; when ctx ended first the error is ctx.Err() itself, so
+// errors.Is(err, context.Canceled) holds compiled and interpreted. A
+// pooled connection that fails before any reply byte arrives (typically
+// closed by the server while idle) is retried once on another
+// connection: semantics are at-least-once.
+//
+// This is the client's hot path under the interpreter, where a method
+// call on our own types costs several microseconds and a select does
+// not: it is a plain function, and the common paths of get and release
+// (an idle connection taken, a healthy one put back) are inlined.
+func respDo(ctx context.Context, c *respClient, bt *respBatch) error {
 	c.roundTrips.Add(1)
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		cn, reused, err := c.get(ctx)
-		if err != nil {
-			return err
+		// get, inlined: an idle connection when there is one.
+		var cn *respConn
+		reused := false
+		select {
+		case <-c.closed:
+			return errRESPClosed
+		default:
+		}
+		select {
+		case idle := <-c.idle:
+			cn = idle
+			reused = true
+		default:
+		}
+		if cn == nil {
+			got, wasIdle, err := c.get(ctx)
+			if err != nil {
+				return err
+			}
+			cn = got
+			reused = wasIdle
 		}
 		noReply := false
-		err = c.exchange(ctx, cn, bt, &noReply)
+		err := respExchange(ctx, c, cn, bt, &noReply)
 		if err == nil {
-			c.release(cn)
+			// release, inlined.
+			closed := false
+			select {
+			case <-c.closed:
+				closed = true
+			default:
+			}
+			if closed {
+				c.discard(cn)
+				return nil
+			}
+			select {
+			case c.idle <- cn:
+			default:
+				// Cannot happen (idle has room for every slot); never leak.
+				c.discard(cn)
+			}
+			select {
+			case <-c.closed:
+				c.drainIdle()
+			default:
+			}
 			return nil
 		}
 		c.discard(cn)
@@ -362,11 +406,11 @@ func isTimeout(err error) bool {
 	return ok && ne.Timeout()
 }
 
-// exchange runs one write-all/read-all round trip of bt on cn. The
+// respExchange runs one write-all/read-all round trip of bt on cn. The
 // deadline is the earlier of ctx's and ioTimeout; cancelling ctx
 // mid-exchange interrupts it. When noReply is non-nil it reports whether
 // the failure happened before any reply byte arrived.
-func (c *respClient) exchange(ctx context.Context, cn *respConn, bt *respBatch, noReply *bool) error {
+func respExchange(ctx context.Context, c *respClient, cn *respConn, bt *respBatch, noReply *bool) error {
 	deadline := time.Now().Add(c.cfg.ioTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d

@@ -14,11 +14,13 @@ import (
 // an accounting-sized batch, parsing its replies, and one whole Apply
 // over an in-memory connection that answers with canned replies.
 
-// benchIncrs is n increments with limiter-sized keys.
+// benchIncrs is n increments with limiter-sized keys, cycling through
+// four windows' TTLs as a limiter batch does.
 func benchIncrs(n int) []Incr {
+	ttls := []time.Duration{2 * time.Minute, 2 * time.Hour, 48 * time.Hour, 62 * 24 * time.Hour}
 	incrs := make([]Incr, n)
 	for i := 0; i < n; i++ {
-		incrs[i] = Incr{Key: "llmgw:c:user:bench-user:tokens:day:" + strconv.Itoa(20261201+i), Delta: int64(180 + i*1000), TTL: 36 * time.Hour}
+		incrs[i] = Incr{Key: "llmgw:c:user:bench-user:tokens:day:" + strconv.Itoa(20261201+i), Delta: int64(180 + i*1000), TTL: ttls[i%len(ttls)]}
 	}
 	return incrs
 }
@@ -72,6 +74,18 @@ func BenchmarkRESPApply(b *testing.B) {
 	b.Run("account27", func(b *testing.B) {
 		incrs := benchIncrs(27)
 		s := benchRedisStore(benchIntReplies(27))
+		ctx := context.Background()
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if _, _, err := s.Apply(ctx, incrs, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("one", func(b *testing.B) {
+		incrs := benchIncrs(1)
+		s := benchRedisStore(benchIntReplies(1))
 		ctx := context.Background()
 		b.ReportAllocs()
 		b.ResetTimer()
