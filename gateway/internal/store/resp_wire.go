@@ -263,39 +263,43 @@ type respBatch struct {
 // the generic parser, with identical results and errors.
 func readRESPBatch(br *bufio.Reader, bt *respBatch) error {
 	vals := bt.incrVals
-	nInts := 2 * len(vals)
 	bad := -1
 	var badReply respValue
-	for i := 0; i < nInts; i++ {
+	for p := 0; p < len(vals); p++ {
+		// INCRBY's reply: the counter's new value.
 		line, err := br.ReadSlice('\n')
 		n := len(line)
-		if err == nil && n >= 4 && line[0] == ':' && line[n-2] == '\r' {
-			if n == 4 && line[1] >= '0' && line[1] <= '9' {
-				if i&1 == 0 {
-					vals[i>>1] = int64(line[1] - '0')
-				}
-				continue
-			}
-			if line[1] != '+' {
-				x, perr := strconv.ParseInt(string(line[1:n-2]), 10, 64)
-				if perr == nil {
-					if i&1 == 0 {
-						vals[i>>1] = x
-					}
-					continue
-				}
+		fast := false
+		if err == nil && n >= 4 && line[0] == ':' && line[n-2] == '\r' && line[1] != '+' {
+			x, perr := strconv.ParseInt(string(line[1:n-2]), 10, 64)
+			if perr == nil {
+				vals[p] = x
+				fast = true
 			}
 		}
-		v, err := finishRESPReply(br, line, err, 0)
-		if err != nil {
-			return err
-		}
-		if v.kind == ':' {
-			if i&1 == 0 {
-				vals[i>>1] = v.int
+		if !fast {
+			v, ferr := finishRESPReply(br, line, err, 0)
+			if ferr != nil {
+				return ferr
 			}
-		} else if bad < 0 {
-			bad = i
+			if v.kind == ':' {
+				vals[p] = v.int
+			} else if bad < 0 {
+				bad = 2 * p
+				badReply = v
+			}
+		}
+		// EXPIRE's reply: an integer, 1 for a key that exists.
+		line, err = br.ReadSlice('\n')
+		if err == nil && string(line) == ":1\r\n" {
+			continue
+		}
+		v, ferr := finishRESPReply(br, line, err, 0)
+		if ferr != nil {
+			return ferr
+		}
+		if v.kind != ':' && bad < 0 {
+			bad = 2*p + 1
 			badReply = v
 		}
 	}
