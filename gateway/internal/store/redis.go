@@ -82,73 +82,145 @@ func redisReplyError(cmd string, v respValue) error {
 // Apply sends, in ONE pipeline, INCRBY key delta + EXPIRE key seconds per
 // incr and then one MGET of every get key (when there are any).
 func (s *Redis) Apply(ctx context.Context, incrs []Incr, gets []string) ([]int64, []int64, error) {
-	n := 2 * len(incrs)
-	if len(gets) > 0 {
-		n++
-	}
-	if n == 0 {
+	if len(incrs) == 0 && len(gets) == 0 {
 		return nil, nil, nil
 	}
-	cmds := make([][]string, 0, n)
-	for i := 0; i < len(incrs); i++ {
-		in := incrs[i]
-		cmds = append(cmds, []string{"INCRBY", in.Key, strconv.FormatInt(in.Delta, 10)})
-		cmds = append(cmds, []string{"EXPIRE", in.Key, strconv.FormatInt(ttlSeconds(in.TTL), 10)})
-	}
+	bt := &respBatch{req: appendApply(nil, incrs, gets), incrVals: make([]int64, len(incrs))}
 	if len(gets) > 0 {
-		mget := make([]string, 0, len(gets)+1)
-		mget = append(mget, "MGET")
-		mget = append(mget, gets...)
-		cmds = append(cmds, mget)
+		bt.gets = make([]int64, len(gets))
 	}
-	replies, err := s.c.pipeline(ctx, cmds)
-	if err != nil {
+	if err := respDo(ctx, s.c, bt); err != nil {
 		return nil, nil, err
 	}
-	incrVals := make([]int64, len(incrs))
-	for i := 0; i < len(incrs); i++ {
-		r := replies[2*i]
+	return applyResult(bt)
+}
+
+// applyResult is Apply's outcome from its exchanged batch: the first
+// unexpected reply, in command order, is the error.
+func applyResult(bt *respBatch) ([]int64, []int64, error) {
+	if bt.bad >= 0 {
+		cmd := "INCRBY"
+		if bt.bad&1 == 1 {
+			cmd = "EXPIRE"
+		}
+		r := bt.badReply
 		if r.kind == '-' {
-			return nil, nil, redisReplyError("INCRBY", r)
+			return nil, nil, redisReplyError(cmd, r)
 		}
-		if r.kind != ':' {
-			return nil, nil, errors.New("redis: INCRBY: unexpected reply type " + strconv.QuoteRune(rune(r.kind)))
-		}
-		incrVals[i] = r.int
-		e := replies[2*i+1]
-		if e.kind == '-' {
-			return nil, nil, redisReplyError("EXPIRE", e)
-		}
-		if e.kind != ':' {
-			return nil, nil, errors.New("redis: EXPIRE: unexpected reply type " + strconv.QuoteRune(rune(e.kind)))
-		}
+		return nil, nil, errors.New("redis: " + cmd + ": unexpected reply type " + strconv.QuoteRune(rune(r.kind)))
 	}
-	var getVals []int64
-	if len(gets) > 0 {
-		r := replies[len(replies)-1]
-		if r.kind == '-' {
-			return nil, nil, redisReplyError("MGET", r)
-		}
-		if r.kind != '*' || r.null || len(r.array) != len(gets) {
+	if bt.gets != nil {
+		if !bt.getsShape {
+			// Not an array of one element per key.
+			if bt.mget.kind == '-' {
+				return nil, nil, redisReplyError("MGET", bt.mget)
+			}
 			return nil, nil, errors.New("redis: MGET: unexpected reply shape")
 		}
-		getVals = make([]int64, len(gets))
-		for i := 0; i < len(gets); i++ {
-			e := r.array[i]
-			if e.kind == '$' && e.null {
-				continue // missing key reads 0
+		if i := bt.getsBad; i >= 0 {
+			if bt.getsBadKind != '$' {
+				return nil, nil, errors.New("redis: MGET: unexpected element type " + strconv.QuoteRune(rune(bt.getsBadKind)))
 			}
-			if e.kind != '$' {
-				return nil, nil, errors.New("redis: MGET: unexpected element type " + strconv.QuoteRune(rune(e.kind)))
-			}
-			v, err := strconv.ParseInt(e.str, 10, 64)
-			if err != nil {
-				return nil, nil, errors.New("redis: MGET: counter " + strconv.Itoa(i) + " is not an integer")
-			}
-			getVals[i] = v
+			return nil, nil, errors.New("redis: MGET: counter " + strconv.Itoa(i) + " is not an integer")
 		}
 	}
-	return incrVals, getVals, nil
+	return bt.incrVals, bt.gets, nil
+}
+
+// appendApply appends Apply's commands to b: INCRBY key delta and EXPIRE
+// key seconds per incr, then MGET of every get key when there are any.
+// The bytes are exactly appendRESPCommand's for those commands. The loop
+// is written for the interpreter, where every statement counts and
+// calls into the standard library (append, strconv.AppendInt) run
+// compiled: each key argument is encoded once and copied into its
+// EXPIRE, and each distinct TTL's argument (a batch has one per window)
+// is encoded once and copied after that.
+func appendApply(b []byte, incrs []Incr, gets []string) []byte {
+	if b == nil {
+		b = make([]byte, 0, 160*len(incrs)+64*len(gets)+32)
+	}
+	// The TTL arguments already in b: ttls[j]'s is b[ttlAt[j]:ttlEnd[j]].
+	var ttls [4]time.Duration
+	var ttlAt, ttlEnd [4]int
+	nTTL := 0
+	for i := 0; i < len(incrs); i++ {
+		in := &incrs[i]
+		key := in.Key
+		b = append(b, "*3\r\n$6\r\nINCRBY\r\n$"...)
+		ks := len(b) - 1 // the key argument starts at its '$'
+		kl := len(key)
+		if kl < 10 {
+			b = append(b, byte('0'+kl), '\r', '\n')
+		} else if kl < 100 {
+			b = append(b, byte('0'+kl/10), byte('0'+kl%10), '\r', '\n')
+		} else {
+			b = strconv.AppendInt(b, int64(kl), 10)
+			b = append(b, '\r', '\n')
+		}
+		b = append(b, key...)
+		b = append(b, "\r\n$0\r\n"...)
+		ke := len(b) - 4 // the key argument ends after its CRLF
+		dl := len(b) - 3 // the delta's length digit
+		b = strconv.AppendInt(b, in.Delta, 10)
+		if nd := len(b) - dl - 3; nd < 10 {
+			b[dl] = byte('0' + nd)
+		} else {
+			b = b[:dl]
+			b = strconv.AppendInt(b, int64(nd), 10)
+			b = append(b, '\r', '\n')
+			b = strconv.AppendInt(b, in.Delta, 10)
+		}
+		b = append(b, "\r\n*3\r\n$6\r\nEXPIRE\r\n"...)
+		b = append(b, b[ks:ke]...)
+		j := 0
+		for j < nTTL && ttls[j] != in.TTL {
+			j++
+		}
+		if j < nTTL {
+			b = append(b, b[ttlAt[j]:ttlEnd[j]]...)
+			continue
+		}
+		at := len(b)
+		b = append(b, "$0\r\n"...)
+		b = strconv.AppendInt(b, ttlSeconds(in.TTL), 10)
+		if nd := len(b) - at - 4; nd < 10 {
+			b[at+1] = byte('0' + nd)
+			b = append(b, '\r', '\n')
+		} else {
+			secs := string(b[at+4:])
+			b = b[:at+1]
+			b = strconv.AppendInt(b, int64(nd), 10)
+			b = append(b, '\r', '\n')
+			b = append(b, secs...)
+			b = append(b, '\r', '\n')
+		}
+		if nTTL < len(ttls) {
+			ttls[nTTL] = in.TTL
+			ttlAt[nTTL] = at
+			ttlEnd[nTTL] = len(b)
+			nTTL++
+		}
+	}
+	if len(gets) > 0 {
+		b = append(b, '*')
+		b = strconv.AppendInt(b, int64(len(gets)+1), 10)
+		b = append(b, "\r\n$4\r\nMGET\r\n$"...)
+		for i := 0; i < len(gets); i++ {
+			kl := len(gets[i])
+			if kl < 10 {
+				b = append(b, byte('0'+kl), '\r', '\n')
+			} else if kl < 100 {
+				b = append(b, byte('0'+kl/10), byte('0'+kl%10), '\r', '\n')
+			} else {
+				b = strconv.AppendInt(b, int64(kl), 10)
+				b = append(b, '\r', '\n')
+			}
+			b = append(b, gets[i]...)
+			b = append(b, "\r\n$"...)
+		}
+		b = b[:len(b)-1]
+	}
+	return b
 }
 
 // GetBlob is GET key; a missing key is (nil, false, nil).

@@ -3,10 +3,14 @@ package store
 import (
 	"bufio"
 	"bytes"
+	"errors"
+	"io"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The RESP2 reply parser and command encoder.
@@ -175,4 +179,219 @@ func TestRESPCommandEncoding(t *testing.T) {
 	if err != nil || used != len(want) || !reflect.DeepEqual(args, []string{"SET", "k", "", "a\r\nb"}) {
 		t.Fatalf("fake parse: %v %d %v", args, used, err)
 	}
+}
+
+// refApplyCommands is Apply's commands the plain way: one argument list
+// per command.
+func refApplyCommands(incrs []Incr, gets []string) [][]string {
+	var cmds [][]string
+	for i := 0; i < len(incrs); i++ {
+		cmds = append(cmds, []string{"INCRBY", incrs[i].Key, strconv.FormatInt(incrs[i].Delta, 10)})
+		cmds = append(cmds, []string{"EXPIRE", incrs[i].Key, strconv.FormatInt(ttlSeconds(incrs[i].TTL), 10)})
+	}
+	if len(gets) > 0 {
+		cmds = append(cmds, append([]string{"MGET"}, gets...))
+	}
+	return cmds
+}
+
+func TestRESPApplyEncoding(t *testing.T) {
+	long := strings.Repeat("k", 100)
+	cases := []struct {
+		incrs []Incr
+		gets  []string
+	}{
+		{[]Incr{{Key: "a", Delta: 5, TTL: time.Minute}}, nil},
+		{nil, []string{"a", "", "0123456789", long}},
+		{[]Incr{
+			{Key: "", Delta: 0, TTL: 0},
+			{Key: "123456789", Delta: -1, TTL: -time.Second},
+			{Key: "1234567890", Delta: 999999999, TTL: time.Nanosecond},
+			{Key: "1234567890", Delta: 1000000000, TTL: time.Nanosecond},
+			{Key: strings.Repeat("x", 99), Delta: -99999999, TTL: 1500 * time.Millisecond},
+			{Key: long, Delta: -100000000, TTL: 1500 * time.Millisecond},
+			{Key: long + long + "\r\n", Delta: math.MaxInt64, TTL: 36 * time.Hour},
+			{Key: "m", Delta: math.MinInt64, TTL: 24 * time.Hour},
+			{Key: "m", Delta: 7, TTL: time.Duration(math.MaxInt64)},
+			{Key: "a\x00b", Delta: 1, TTL: 24 * time.Hour},
+		}, []string{"m", long}},
+		{benchIncrs(27), nil},
+	}
+	for i, tc := range cases {
+		var want []byte
+		cmds := refApplyCommands(tc.incrs, tc.gets)
+		for j := 0; j < len(cmds); j++ {
+			want = appendRESPCommand(want, cmds[j])
+		}
+		if got := appendApply(nil, tc.incrs, tc.gets); string(got) != string(want) {
+			t.Errorf("case %d:\n got %q\nwant %q", i, got, want)
+		}
+		if got := appendApply(make([]byte, 0, 3), tc.incrs, tc.gets); string(got) != string(want) {
+			t.Errorf("case %d, small buffer:\n got %q\nwant %q", i, got, want)
+		}
+	}
+}
+
+// refApplyResult is Apply's verdict on generically parsed replies: the
+// first unexpected reply, in command order, is the error.
+func refApplyResult(replies []respValue, nIncrs, nGets int) ([]int64, []int64, error) {
+	incrVals := make([]int64, nIncrs)
+	for i := 0; i < nIncrs; i++ {
+		r := replies[2*i]
+		if r.kind == '-' {
+			return nil, nil, redisReplyError("INCRBY", r)
+		}
+		if r.kind != ':' {
+			return nil, nil, errors.New("redis: INCRBY: unexpected reply type " + strconv.QuoteRune(rune(r.kind)))
+		}
+		incrVals[i] = r.int
+		e := replies[2*i+1]
+		if e.kind == '-' {
+			return nil, nil, redisReplyError("EXPIRE", e)
+		}
+		if e.kind != ':' {
+			return nil, nil, errors.New("redis: EXPIRE: unexpected reply type " + strconv.QuoteRune(rune(e.kind)))
+		}
+	}
+	var getVals []int64
+	if nGets > 0 {
+		r := replies[len(replies)-1]
+		if r.kind == '-' {
+			return nil, nil, redisReplyError("MGET", r)
+		}
+		if r.kind != '*' || r.null || len(r.array) != nGets {
+			return nil, nil, errors.New("redis: MGET: unexpected reply shape")
+		}
+		getVals = make([]int64, nGets)
+		for i := 0; i < nGets; i++ {
+			e := r.array[i]
+			if e.kind == '$' && e.null {
+				continue
+			}
+			if e.kind != '$' {
+				return nil, nil, errors.New("redis: MGET: unexpected element type " + strconv.QuoteRune(rune(e.kind)))
+			}
+			v, err := strconv.ParseInt(e.str, 10, 64)
+			if err != nil {
+				return nil, nil, errors.New("redis: MGET: counter " + strconv.Itoa(i) + " is not an integer")
+			}
+			getVals[i] = v
+		}
+	}
+	return incrVals, getVals, nil
+}
+
+// checkRESPBatch compares the batch reader and applyResult on data with
+// the generic parser and refApplyResult: the same values, the same
+// errors, the same bytes consumed.
+func checkRESPBatch(t *testing.T, data []byte, nIncrs, nGets int) {
+	t.Helper()
+	n := 2 * nIncrs
+	if nGets > 0 {
+		n++
+	}
+	refBR := bufio.NewReaderSize(bytes.NewReader(data), respBufSize)
+	replies := make([]respValue, n)
+	var refErr error
+	for i := 0; i < n && refErr == nil; i++ {
+		replies[i], refErr = readRESPReply(refBR, 0)
+	}
+	br := bufio.NewReaderSize(bytes.NewReader(data), respBufSize)
+	bt := &respBatch{incrVals: make([]int64, nIncrs)}
+	if nGets > 0 {
+		bt.gets = make([]int64, nGets)
+	}
+	err := readRESPBatch(br, bt)
+	if (err == nil) != (refErr == nil) || err != nil && err.Error() != refErr.Error() {
+		t.Fatalf("%q (%d incrs, %d gets): batch error %v, generic error %v", data, nIncrs, nGets, err, refErr)
+	}
+	if err != nil {
+		return
+	}
+	rest, _ := io.ReadAll(br)
+	refRest, _ := io.ReadAll(refBR)
+	if string(rest) != string(refRest) {
+		t.Fatalf("%q: left %q, generic left %q", data, rest, refRest)
+	}
+	iv, gv, err := applyResult(bt)
+	riv, rgv, rerr := refApplyResult(replies, nIncrs, nGets)
+	if (err == nil) != (rerr == nil) || err != nil && err.Error() != rerr.Error() {
+		t.Fatalf("%q (%d incrs, %d gets): result error %v, want %v", data, nIncrs, nGets, err, rerr)
+	}
+	if err == nil && (!reflect.DeepEqual(iv, riv) || !reflect.DeepEqual(gv, rgv)) {
+		t.Fatalf("%q (%d incrs, %d gets): %v %v, want %v %v", data, nIncrs, nGets, iv, gv, riv, rgv)
+	}
+}
+
+var respBatchSeeds = []struct {
+	data          string
+	nIncrs, nGets int
+}{
+	{":5\r\n:1\r\n", 1, 0},
+	{":1234567\r\n:0\r\n:-3\r\n:1\r\n", 2, 0},
+	{":9223372036854775807\r\n:1\r\n:-9223372036854775808\r\n:1\r\n", 2, 0},
+	{":-0\r\n:007\r\n", 1, 0},
+	{":9223372036854775808\r\n:1\r\n", 1, 0},
+	{":+5\r\n:1\r\n", 1, 0},
+	{":\r\n:1\r\n", 1, 0},
+	{":-\r\n:1\r\n", 1, 0},
+	{":x\r\n:1\r\n", 1, 0},
+	{":5\n:1\r\n", 1, 0},
+	{":5\r\n:1", 1, 0},
+	{":5\r\n", 1, 0},
+	{"-ERR value is not an integer or out of range\r\n:1\r\n", 1, 0},
+	{":5\r\n-ERR boom\r\n", 1, 0},
+	{"+OK\r\n:1\r\n:2\r\n-ERR x\r\n", 2, 0},
+	{":2\r\n$3\r\nabc\r\n:3\r\n:1\r\n", 2, 0},
+	{"*1\r\n:1\r\n:1\r\n", 1, 0},
+	{"*2\r\n$1\r\n7\r\n$-1\r\n", 0, 2},
+	{":1\r\n:1\r\n*3\r\n$7\r\n1234567\r\n$-1\r\n$2\r\n42\r\n", 1, 3},
+	{"*1\r\n$20\r\n-9223372036854775808\r\n", 0, 1},
+	{"*1\r\n$25\r\n+000000000000000000000042\r\n", 0, 1},
+	{"*2\r\n$99\r\n" + strings.Repeat("1", 99) + "\r\n$1\r\nx\r\n", 0, 2},
+	{"*1\r\n$100\r\n" + strings.Repeat("0", 100) + "\r\n", 0, 1},
+	{"*1\r\n$05\r\n00042\r\n", 0, 1},
+	{"*1\r\n$0\r\n\r\n", 0, 1},
+	{"*1\r\n$+1\r\n1\r\n", 0, 1},
+	{"*1\r\n$-2\r\n", 0, 1},
+	{"*1\r\n$3\r\n12\n\r\n", 0, 1},
+	{"*1\r\n$3\r\n123XY", 0, 1},
+	{"*1\r\n$3\r\n12", 0, 1},
+	{"*1\r\n$3\r\n", 0, 1},
+	{"*2\r\n:5\r\n$1\r\nx\r\n", 0, 2},
+	{"*2\r\n$1\r\nx\r\n:5\r\n", 0, 2},
+	{"*2\r\n*-1\r\n$-1\r\n", 0, 2},
+	{"*2\r\n*1\r\n$1\r\n1\r\n$1\r\n1\r\n", 0, 2},
+	{"*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n:1\r\n", 0, 1},
+	{"*3\r\n$1\r\n1\r\n", 0, 1},
+	{"*1\r\n$1\r\n1\r\n", 0, 3},
+	{"*-1\r\n", 0, 1},
+	{"*+1\r\n$1\r\n1\r\n", 0, 1},
+	{"*01\r\n$1\r\n1\r\n", 0, 1},
+	{"-ERR wrong\r\n", 0, 1},
+	{":1\r\n", 0, 1},
+	{"-ERR a\r\n:1\r\n-ERR m\r\n", 1, 1},
+	{":1\r\n:1\r\n:1\r\n", 1, 1},
+	{"%1\r\n:1\r\n", 1, 0},
+}
+
+func TestRESPBatchReader(t *testing.T) {
+	for i := 0; i < len(respBatchSeeds); i++ {
+		sd := respBatchSeeds[i]
+		checkRESPBatch(t, []byte(sd.data), sd.nIncrs, sd.nGets)
+	}
+	// A reply line longer than the buffer, in each section.
+	huge := strings.Repeat("1", respBufSize)
+	checkRESPBatch(t, []byte(":"+huge+"\r\n:1\r\n"), 1, 0)
+	checkRESPBatch(t, []byte("*"+huge+"\r\n"), 0, 1)
+	checkRESPBatch(t, []byte("*1\r\n$"+huge+"\r\n"), 0, 1)
+}
+
+func FuzzRESPBatch(f *testing.F) {
+	for i := 0; i < len(respBatchSeeds); i++ {
+		f.Add([]byte(respBatchSeeds[i].data), uint8(respBatchSeeds[i].nIncrs), uint8(respBatchSeeds[i].nGets))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, nIncrs, nGets uint8) {
+		checkRESPBatch(t, data, int(nIncrs%8), int(nGets%8))
+	})
 }

@@ -36,38 +36,33 @@ type respValue struct {
 
 // writeRESPCommand writes args as a RESP array of bulk strings.
 func writeRESPCommand(w *bufio.Writer, args []string) error {
-	var scratch [24]byte
-	b := append(scratch[:0], '*')
+	_, err := w.Write(appendRESPCommand(nil, args))
+	return err
+}
+
+// appendRESPCommand appends args to b as a RESP array of bulk strings.
+func appendRESPCommand(b []byte, args []string) []byte {
+	b = append(b, '*')
 	b = strconv.AppendInt(b, int64(len(args)), 10)
 	b = append(b, '\r', '\n')
-	if _, err := w.Write(b); err != nil {
-		return err
-	}
 	for i := 0; i < len(args); i++ {
-		b = append(scratch[:0], '$')
+		b = append(b, '$')
 		b = strconv.AppendInt(b, int64(len(args[i])), 10)
 		b = append(b, '\r', '\n')
-		if _, err := w.Write(b); err != nil {
-			return err
-		}
-		if _, err := w.WriteString(args[i]); err != nil {
-			return err
-		}
-		if _, err := w.WriteString("\r\n"); err != nil {
-			return err
-		}
+		b = append(b, args[i]...)
+		b = append(b, '\r', '\n')
 	}
-	return nil
+	return b
 }
 
 func respProtocolError(msg string) error {
 	return &respError{msg: "redis: protocol error: " + msg, cause: errRESPProtocol}
 }
 
-// readRESPLine reads one CRLF-terminated line (without the CRLF). A line
+// respLine checks the result of br.ReadSlice('\n') (line, err) as one
+// CRLF-terminated reply line and returns it without the CRLF. A line
 // longer than the reader's buffer is a protocol error.
-func readRESPLine(br *bufio.Reader) (string, error) {
-	line, err := br.ReadSlice('\n')
+func respLine(line []byte, err error) (string, error) {
 	if err != nil {
 		if err == bufio.ErrBufferFull {
 			return "", respProtocolError("reply line too long")
@@ -100,8 +95,16 @@ func parseRESPInt(s string) (int64, error) {
 // ahead of the bytes actually received), arrays up to respMaxArray
 // elements, nesting up to respMaxDepth. Malformed input is an error.
 func readRESPReply(br *bufio.Reader, depth int) (respValue, error) {
+	raw, err := br.ReadSlice('\n')
+	return finishRESPReply(br, raw, err, depth)
+}
+
+// finishRESPReply reads the rest of the reply whose first line
+// br.ReadSlice('\n') returned as (raw, rerr), with readRESPReply's
+// bounds. raw must not have been overwritten by a later read.
+func finishRESPReply(br *bufio.Reader, raw []byte, rerr error, depth int) (respValue, error) {
 	var v respValue
-	line, err := readRESPLine(br)
+	line, err := respLine(raw, rerr)
 	if err != nil {
 		return v, err
 	}
@@ -214,4 +217,190 @@ func readRESPBulk(br *bufio.Reader, n int) (string, error) {
 		return "", respProtocolError("bulk string not terminated by CRLF")
 	}
 	return string(buf), nil
+}
+
+// respBatch is one pipelined exchange: the encoded commands and where
+// their replies are read to. Replies come in three sections, each
+// optional, in this order:
+//
+//   - 2*len(incrVals) INCRBY/EXPIRE reply pairs, read on an integer fast
+//     path: each INCRBY value goes to incrVals; bad is the index of the
+//     first of these replies that is not an integer reply (-1: none) and
+//     badReply is that reply;
+//   - when gets is non-nil, one MGET reply for len(gets) keys whose
+//     values are decimal counters: each goes to gets (a missing key
+//     reads 0). getsShape is false when the reply is not an array of
+//     len(gets) elements; it is then in mget. Otherwise getsBad is the
+//     index of the first element that is not a counter (-1: none), and
+//     getsBadKind is its type ('$': a bulk string that is not an
+//     integer);
+//   - len(replies) replies parsed generically.
+//
+// The outputs are only meaningful after a successful exchange.
+type respBatch struct {
+	req []byte
+
+	incrVals []int64
+	bad      int
+	badReply respValue
+
+	gets        []int64
+	getsShape   bool
+	mget        respValue
+	getsBad     int
+	getsBadKind byte
+
+	replies []respValue
+}
+
+// readRESPBatch reads every reply of bt's commands from br. A Go error
+// is an I/O or protocol error: the connection is unusable.
+//
+// This loop is the client's hot path under the interpreter, where each
+// function call costs microseconds and calls into the standard library
+// run compiled: a well-formed integer reply costs one ReadSlice and, unless
+// it is a single digit (EXPIRE's :1), one ParseInt. Anything else takes
+// the generic parser, with identical results and errors.
+func readRESPBatch(br *bufio.Reader, bt *respBatch) error {
+	vals := bt.incrVals
+	bad := -1
+	var badReply respValue
+	for p := 0; p < len(vals); p++ {
+		// INCRBY's reply: the counter's new value.
+		line, err := br.ReadSlice('\n')
+		n := len(line)
+		fast := false
+		if err == nil && n >= 4 && line[0] == ':' && line[n-2] == '\r' && line[1] != '+' {
+			x, perr := strconv.ParseInt(string(line[1:n-2]), 10, 64)
+			if perr == nil {
+				vals[p] = x
+				fast = true
+			}
+		}
+		if !fast {
+			v, ferr := finishRESPReply(br, line, err, 0)
+			if ferr != nil {
+				return ferr
+			}
+			if v.kind == ':' {
+				vals[p] = v.int
+			} else if bad < 0 {
+				bad = 2 * p
+				badReply = v
+			}
+		}
+		// EXPIRE's reply: an integer, 1 for a key that exists.
+		line, err = br.ReadSlice('\n')
+		if err == nil && string(line) == ":1\r\n" {
+			continue
+		}
+		v, ferr := finishRESPReply(br, line, err, 0)
+		if ferr != nil {
+			return ferr
+		}
+		if v.kind != ':' && bad < 0 {
+			bad = 2*p + 1
+			badReply = v
+		}
+	}
+	bt.bad = bad
+	bt.badReply = badReply
+	if bt.gets != nil {
+		if err := readRESPCounters(br, bt); err != nil {
+			return err
+		}
+	}
+	for i := 0; i < len(bt.replies); i++ {
+		v, err := readRESPReply(br, 0)
+		if err != nil {
+			return err
+		}
+		bt.replies[i] = v
+	}
+	return nil
+}
+
+// readRESPCounters reads bt's MGET reply (see respBatch).
+func readRESPCounters(br *bufio.Reader, bt *respBatch) error {
+	gets := bt.gets
+	line, err := br.ReadSlice('\n')
+	n := len(line)
+	shape := false
+	if err == nil && n >= 4 && line[0] == '*' && line[n-2] == '\r' && line[1] != '+' && line[1] != '-' {
+		k, perr := strconv.ParseInt(string(line[1:n-2]), 10, 64)
+		shape = perr == nil && k == int64(len(gets)) && k <= respMaxArray
+	}
+	if !shape {
+		v, err := finishRESPReply(br, line, err, 0)
+		if err != nil {
+			return err
+		}
+		bt.getsShape = false
+		bt.mget = v
+		return nil
+	}
+	bad := -1
+	var badKind byte
+	for i := 0; i < len(gets); i++ {
+		line, err := br.ReadSlice('\n')
+		n := len(line)
+		if err == nil && n == 5 && line[0] == '$' && line[1] == '-' && line[2] == '1' && line[3] == '\r' {
+			gets[i] = 0 // a missing key
+			continue
+		}
+		if err == nil && n >= 4 && n <= 6 && line[0] == '$' && line[n-2] == '\r' && line[1] >= '0' && line[1] <= '9' {
+			// A bulk string of at most 99 bytes ("$0".."$99"), read
+			// whole from the buffer.
+			size := int(line[1] - '0')
+			if n == 5 && line[2] >= '0' && line[2] <= '9' {
+				size = 10*size + int(line[2]-'0')
+			}
+			if n == 4 || n == 5 && line[2] >= '0' && line[2] <= '9' {
+				p, perr := br.Peek(size + 2)
+				if perr != nil {
+					if perr == io.EOF {
+						perr = io.ErrUnexpectedEOF
+					}
+					return perr
+				}
+				if p[size] != '\r' || p[size+1] != '\n' {
+					return respProtocolError("bulk string not terminated by CRLF")
+				}
+				x, perr := strconv.ParseInt(string(p[:size]), 10, 64)
+				if _, derr := br.Discard(size + 2); derr != nil {
+					return derr
+				}
+				if perr == nil {
+					gets[i] = x
+				} else if bad < 0 {
+					bad = i
+					badKind = '$'
+				}
+				continue
+			}
+		}
+		v, err := finishRESPReply(br, line, err, 1)
+		if err != nil {
+			return err
+		}
+		if v.kind == '$' && v.null {
+			gets[i] = 0
+			continue
+		}
+		if v.kind == '$' {
+			x, perr := strconv.ParseInt(v.str, 10, 64)
+			if perr == nil {
+				gets[i] = x
+				continue
+			}
+		}
+		if bad < 0 {
+			bad = i
+			badKind = v.kind
+		}
+	}
+	bt.getsShape = true
+	bt.getsBad = bad
+	bt.getsBadKind = badKind
+	return nil
 }

@@ -20,7 +20,7 @@ import (
 // against Redis, Valkey and Dragonfly. The wire format is resp_wire.go.
 
 const (
-	// respBufSize sizes each connection's reader and writer. A reply line
+	// respBufSize sizes each connection's reader. A reply line
 	// (everything but a bulk payload) longer than this is a protocol error.
 	respBufSize = 16 << 10
 
@@ -40,11 +40,11 @@ type respConfig struct {
 	dialTimeout, ioTimeout time.Duration
 }
 
-// respConn is one open connection with its buffers.
+// respConn is one open connection with its reply buffer. Requests are
+// encoded whole and written with one Write.
 type respConn struct {
 	nc net.Conn
 	br *bufio.Reader
-	bw *bufio.Writer
 }
 
 // respClient is a pooled RESP2 client. Construction never dials: the
@@ -236,7 +236,6 @@ func (c *respClient) dial(ctx context.Context) (*respConn, error) {
 	cn := &respConn{
 		nc: nc,
 		br: bufio.NewReaderSize(nc, respBufSize),
-		bw: bufio.NewWriterSize(nc, respBufSize),
 	}
 	var setup [][]string
 	if c.cfg.password != "" {
@@ -248,7 +247,13 @@ func (c *respClient) dial(ctx context.Context) (*respConn, error) {
 	if len(setup) == 0 {
 		return cn, nil
 	}
-	replies, err := c.exchange(dctx, cn, setup, nil)
+	var req []byte
+	for i := 0; i < len(setup); i++ {
+		req = appendRESPCommand(req, setup[i])
+	}
+	bt := &respBatch{req: req, replies: make([]respValue, len(setup))}
+	err = respExchange(dctx, c, cn, bt, nil)
+	replies := bt.replies
 	if err != nil {
 		_ = nc.Close()
 		if cerr := ctxDone(ctx); cerr != nil {
@@ -284,35 +289,94 @@ type respError struct {
 func (e *respError) Error() string { return e.msg }
 func (e *respError) Unwrap() error { return e.cause }
 
-// pipeline writes every command in one flush and reads exactly
-// len(cmds) replies. An error reply is a value of kind '-'; a Go error
-// means the exchange failed (I/O, protocol, timeout) and the connection
-// was closed; when ctx ended first the error is ctx.Err() itself, so
-// errors.Is(err, context.Canceled) holds compiled and interpreted. A pooled connection that fails before any reply
-// byte arrives (typically closed by the server while idle) is retried
-// once on another connection: semantics are at-least-once.
+// pipeline writes every command in one write and reads exactly
+// len(cmds) replies (see respDo).
 func (c *respClient) pipeline(ctx context.Context, cmds [][]string) ([]respValue, error) {
 	if len(cmds) == 0 {
 		return nil, nil
 	}
+	var req []byte
+	for i := 0; i < len(cmds); i++ {
+		req = appendRESPCommand(req, cmds[i])
+	}
+	bt := &respBatch{req: req, replies: make([]respValue, len(cmds))}
+	if err := respDo(ctx, c, bt); err != nil {
+		return nil, err
+	}
+	return bt.replies, nil
+}
+
+// respDo runs bt on one of c's connections: its commands in one write,
+// then every reply. An error reply is a value of kind '-'; a Go error
+// means the exchange failed (I/O, protocol, timeout) and the connection
+// was closed; when ctx ended first the error is ctx.Err() itself, so
+// errors.Is(err, context.Canceled) holds compiled and interpreted. A
+// pooled connection that fails before any reply byte arrives (typically
+// closed by the server while idle) is retried once on another
+// connection: semantics are at-least-once.
+//
+// This is the client's hot path under the interpreter, where a method
+// call on our own types costs several microseconds and a select does
+// not: it is a plain function, and the common paths of get and release
+// (an idle connection taken, a healthy one put back) are inlined.
+func respDo(ctx context.Context, c *respClient, bt *respBatch) error {
 	c.roundTrips.Add(1)
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
-		cn, reused, err := c.get(ctx)
-		if err != nil {
-			return nil, err
+		// get, inlined: an idle connection when there is one.
+		var cn *respConn
+		reused := false
+		select {
+		case <-c.closed:
+			return errRESPClosed
+		default:
+		}
+		select {
+		case idle := <-c.idle:
+			cn = idle
+			reused = true
+		default:
+		}
+		if cn == nil {
+			got, wasIdle, err := c.get(ctx)
+			if err != nil {
+				return err
+			}
+			cn = got
+			reused = wasIdle
 		}
 		noReply := false
-		replies, err := c.exchange(ctx, cn, cmds, &noReply)
+		err := respExchange(ctx, c, cn, bt, &noReply)
 		if err == nil {
-			c.release(cn)
-			return replies, nil
+			// release, inlined.
+			closed := false
+			select {
+			case <-c.closed:
+				closed = true
+			default:
+			}
+			if closed {
+				c.discard(cn)
+				return nil
+			}
+			select {
+			case c.idle <- cn:
+			default:
+				// Cannot happen (idle has room for every slot); never leak.
+				c.discard(cn)
+			}
+			select {
+			case <-c.closed:
+				c.drainIdle()
+			default:
+			}
+			return nil
 		}
 		c.discard(cn)
 		if cerr := ctxDone(ctx); cerr != nil {
-			return nil, cerr
+			return cerr
 		}
 		if reused && noReply && attempt == 0 && !isTimeout(err) {
 			// The server likely dropped its idle connections (restart,
@@ -320,7 +384,7 @@ func (c *respClient) pipeline(ctx context.Context, cmds [][]string) ([]respValue
 			c.drainIdle()
 			continue
 		}
-		return nil, c.scrub("redis", err)
+		return c.scrub("redis", err)
 	}
 }
 
@@ -342,17 +406,17 @@ func isTimeout(err error) bool {
 	return ok && ne.Timeout()
 }
 
-// exchange runs one write-all/read-all round trip on cn. The deadline is
-// the earlier of ctx's and ioTimeout; cancelling ctx mid-exchange
-// interrupts it. When noReply is non-nil it reports whether the failure
-// happened before any reply byte arrived.
-func (c *respClient) exchange(ctx context.Context, cn *respConn, cmds [][]string, noReply *bool) ([]respValue, error) {
+// respExchange runs one write-all/read-all round trip of bt on cn. The
+// deadline is the earlier of ctx's and ioTimeout; cancelling ctx
+// mid-exchange interrupts it. When noReply is non-nil it reports whether
+// the failure happened before any reply byte arrived.
+func respExchange(ctx context.Context, c *respClient, cn *respConn, bt *respBatch, noReply *bool) error {
 	deadline := time.Now().Add(c.cfg.ioTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
 	if err := cn.nc.SetDeadline(deadline); err != nil {
-		return nil, err
+		return err
 	}
 	if done := ctx.Done(); done != nil {
 		stop := make(chan struct{})
@@ -375,33 +439,17 @@ func (c *respClient) exchange(ctx context.Context, cn *respConn, cmds [][]string
 			<-exited
 		}()
 	}
-	for i := 0; i < len(cmds); i++ {
-		if err := writeRESPCommand(cn.bw, cmds[i]); err != nil {
-			if noReply != nil {
-				*noReply = true
-			}
-			return nil, err
-		}
-	}
-	if err := cn.bw.Flush(); err != nil {
+	if _, err := cn.nc.Write(bt.req); err != nil {
 		if noReply != nil {
 			*noReply = true
 		}
-		return nil, err
+		return err
 	}
 	if _, err := cn.br.Peek(1); err != nil {
 		if noReply != nil {
 			*noReply = true
 		}
-		return nil, err
+		return err
 	}
-	replies := make([]respValue, len(cmds))
-	for i := 0; i < len(cmds); i++ {
-		v, err := readRESPReply(cn.br, 0)
-		if err != nil {
-			return nil, err
-		}
-		replies[i] = v
-	}
-	return replies, nil
+	return readRESPBatch(cn.br, bt)
 }
