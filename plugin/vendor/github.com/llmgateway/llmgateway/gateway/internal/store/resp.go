@@ -406,9 +406,14 @@ func isTimeout(err error) bool {
 	return ok && ne.Timeout()
 }
 
+// respWatchBeyond is the shortest time to the deadline for which an
+// exchange watches its context for cancellation.
+const respWatchBeyond = 2 * time.Second
+
 // respExchange runs one write-all/read-all round trip of bt on cn. The
 // deadline is the earlier of ctx's and ioTimeout; cancelling ctx
-// mid-exchange interrupts it. When noReply is non-nil it reports whether
+// mid-exchange interrupts it unless the deadline is at most
+// respWatchBeyond away (the deadline then ends it soon enough). When noReply is non-nil it reports whether
 // the failure happened before any reply byte arrived.
 func respExchange(ctx context.Context, c *respClient, cn *respConn, bt *respBatch, noReply *bool) error {
 	deadline := time.Now().Add(c.cfg.ioTimeout)
@@ -418,7 +423,10 @@ func respExchange(ctx context.Context, c *respClient, cn *respConn, bt *respBatc
 	if err := cn.nc.SetDeadline(deadline); err != nil {
 		return err
 	}
-	if done := ctx.Done(); done != nil {
+	// A cancellation watcher (a goroutine: ~20 µs interpreted) only when
+	// the deadline is far: a near one already bounds the exchange, and the
+	// limiter's calls come through the Guarded store's short timeout.
+	if done := ctx.Done(); done != nil && time.Until(deadline) > respWatchBeyond {
 		stop := make(chan struct{})
 		exited := make(chan struct{})
 		nc := cn.nc
