@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 )
 
@@ -167,5 +168,39 @@ func TestTimeoutPassthroughStallMidBody(t *testing.T) {
 	}
 	if !strings.HasPrefix(`{"partial":`, string(data)) {
 		t.Fatalf("relayed %q before the cut", data)
+	}
+}
+
+// TestReadUpstreamBody covers both ways a whole answer is read: a
+// declared length in one piece, and an undeclared one read by read,
+// each with its cap (tooBig, never a truncated body) and a short body.
+func TestReadUpstreamBody(t *testing.T) {
+	wd := &watchdog{timer: time.NewTimer(time.Hour), timeout: time.Hour}
+	defer wd.timer.Stop()
+	big := strings.Repeat("x", 70<<10)
+	cases := []struct {
+		name         string
+		body         string
+		length       int64
+		limit        int64
+		want         string
+		tooBig, fail bool
+	}{
+		{"declared", `{"a":1}`, 7, 100, `{"a":1}`, false, false},
+		{"declared empty", ``, 0, 100, ``, false, false},
+		{"declared but cut short", `{"a"`, 7, 100, ``, false, true},
+		{"declared over the cap", `{"a":1}`, 7, 6, ``, true, false},
+		{"undeclared", big, -1, 1 << 20, big, false, false},
+		{"undeclared at the cap", big, -1, int64(len(big)), big, false, false},
+		{"undeclared over the cap", big, -1, int64(len(big)) - 1, ``, true, false},
+	}
+	for _, tc := range cases {
+		data, tooBig, err := readUpstreamBody(iotest.OneByteReader(strings.NewReader(tc.body)), wd, tc.length, tc.limit)
+		if tooBig != tc.tooBig || (err != nil) != tc.fail || (!tc.tooBig && !tc.fail && string(data) != tc.want) {
+			t.Errorf("%s: %d bytes, tooBig %v, err %v", tc.name, len(data), tooBig, err)
+		}
+		if (tc.tooBig || tc.fail) && data != nil {
+			t.Errorf("%s: returned %d bytes with a failure", tc.name, len(data))
+		}
 	}
 }
