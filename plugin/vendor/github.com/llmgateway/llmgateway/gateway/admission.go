@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"runtime"
 
@@ -84,6 +85,15 @@ func readAdmitted(g *Gateway, r *http.Request, rt *route) (*jsonRequest, *apiErr
 func readRequestBody(r *http.Request, limit int64) ([]byte, *apiError) {
 	if r.ContentLength > limit {
 		return nil, errTooLarge(limit)
+	}
+	if r.ContentLength >= 0 {
+		// A declared length (net/http never reads past it): one read into
+		// a buffer of exactly that size.
+		body := make([]byte, r.ContentLength)
+		if _, err := io.ReadFull(r.Body, body); err != nil {
+			return nil, apierr.BadRequest("unreadable_body", "could not read the request body")
+		}
+		return body, nil
 	}
 	body, tooBig, err := readCapped(r.Body, limit)
 	if err != nil {

@@ -36,8 +36,7 @@ func identifyKey(a *authStore, r *http.Request) *userRuntime {
 	if !ok {
 		return nil
 	}
-	stored := a.users[i].digest
-	if subtle.ConstantTimeCompare(digest[:], stored[:]) != 1 {
+	if subtle.ConstantTimeCompare(digest[:], a.users[i].digest[:]) != 1 {
 		return nil
 	}
 	return a.users[i].user

@@ -119,10 +119,9 @@ func accountUsage(g *Gateway, user *userRuntime, provider, model string, u trans
 	if user == nil || len(user.scopes) == 0 || (u.PromptTokens == 0 && u.CompletionTokens == 0) {
 		return
 	}
-	cost := costOf(g, provider, model, u)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	g.limiter.account(ctx, user.scopes, u, cost)
+	// No deadline of its own: the in-process store never blocks, and the
+	// guarded Redis store bounds every operation with its own timeout.
+	g.limiter.account(context.Background(), user.scopes, u, costOf(g, provider, model, u))
 }
 
 // estimateUsage is the fallback for an answer read whole without usage:
