@@ -83,11 +83,7 @@ func parseJSONRequest(body []byte) (*jsonRequest, *apiError) {
 	req := &jsonRequest{raw: body, model: model, modelStart: start, modelEnd: start + len(raw), maxTokensKeyStart: -1}
 	req.stream = string(top["stream"]) == "true"
 	if opts := top["stream_options"]; opts != nil {
-		var o struct {
-			IncludeUsage bool `json:"include_usage"`
-		}
-		_ = json.Unmarshal(opts, &o)
-		req.includeUsage = o.IncludeUsage
+		req.includeUsage = includeUsage(opts)
 	}
 	if v, ok := top["max_completion_tokens"]; ok {
 		req.hasMaxCompletionTokens = true
@@ -100,6 +96,15 @@ func parseJSONRequest(body []byte) (*jsonRequest, *apiError) {
 		}
 	}
 	return req, nil
+}
+
+// includeUsage reads stream_options.include_usage.
+func includeUsage(opts []byte) bool {
+	var o struct {
+		IncludeUsage bool `json:"include_usage"`
+	}
+	_ = json.Unmarshal(opts, &o)
+	return o.IncludeUsage
 }
 
 var (
@@ -212,6 +217,11 @@ func (j *jsonRequest) forOpenAI(model string) []byte {
 	if !j.hasMaxTokens || !isReasoningModel(model) {
 		return j.withModel(model)
 	}
+	return renameMaxTokens(j, model)
+}
+
+// renameMaxTokens is forOpenAI for a reasoning model given max_tokens.
+func renameMaxTokens(j *jsonRequest, model string) []byte {
 	if j.maxTokensKeyStart < 0 {
 		exact, e := parseJSONRequestExact(j.raw)
 		if e != nil || exact.maxTokensKeyStart < 0 {

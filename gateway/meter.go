@@ -23,11 +23,16 @@ func admit(g *Gateway, r *http.Request, user *userRuntime, provider, model strin
 		return nil
 	}
 	if _, priced := priceOf(g, provider, model); !priced {
-		return apierr.New(http.StatusPaymentRequired, "invalid_request_error", "model_unpriced",
-			"model \""+model+"\" on provider \""+provider+"\" has no known price and your group or user has a cost budget; "+
-				"an operator can add a pricing entry or set allowUnpricedWithCostBudget")
+		return errUnpriced(provider, model)
 	}
 	return nil
+}
+
+// errUnpriced is the 402 of a cost-budgeted caller's unpriced model.
+func errUnpriced(provider, model string) *apiError {
+	return apierr.New(http.StatusPaymentRequired, "invalid_request_error", "model_unpriced",
+		"model \""+model+"\" on provider \""+provider+"\" has no known price and your group or user has a cost budget; "+
+			"an operator can add a pricing entry or set allowUnpricedWithCostBudget")
 }
 
 func hasCostBudget(scopes []limitScope) bool {

@@ -42,23 +42,28 @@ func respond(c *call, x *exchange, o *outbound) *outcome {
 	case !o.stream:
 		return respondWhole(c, x, o, x.data)
 	case !isEventStream(x.resp.Header):
-		if o.translator != nil {
-			return failed(c, errBadUpstreamResponse(o.provider.name, "answered a streaming request without an event stream"))
-		}
-		// An upstream may answer a stream request with a plain JSON body;
-		// it is relayed whole.
-		data, tooBig, err := readCapped(x.body, maxUpstreamResponseBytes)
-		if err != nil {
-			return failed(c, exchangeFailure(o.provider.name, x.wd, c.r.Context(), err))
-		}
-		if tooBig {
-			return failed(c, errUpstreamTooLarge(o.provider.name))
-		}
-		return respondWhole(c, x, o, data)
+		return respondNotAStream(c, x, o)
 	case o.translator != nil:
 		return relayTranslated(c, x, o, o.translator())
 	}
 	return relayEvents(c, x, o)
+}
+
+// respondNotAStream answers a stream request the upstream answered with
+// a plain body: relayed whole when it speaks the client's shape, an error
+// when it had to be translated.
+func respondNotAStream(c *call, x *exchange, o *outbound) *outcome {
+	if o.translator != nil {
+		return failed(c, errBadUpstreamResponse(o.provider.name, "answered a streaming request without an event stream"))
+	}
+	data, tooBig, err := readCapped(x.body, maxUpstreamResponseBytes)
+	if err != nil {
+		return failed(c, exchangeFailure(o.provider.name, x.wd, c.r.Context(), err))
+	}
+	if tooBig {
+		return failed(c, errUpstreamTooLarge(o.provider.name))
+	}
+	return respondWhole(c, x, o, data)
 }
 
 // failed writes e in place of the answer.
@@ -73,11 +78,9 @@ func failed(c *call, e *apiError) *outcome {
 func respondWhole(c *call, x *exchange, o *outbound, data []byte) *outcome {
 	out := &outcome{status: x.resp.StatusCode, contentType: x.resp.Header.Get("Content-Type"), body: data, requestBytes: len(c.req.raw)}
 	if o.decode != nil {
-		body, u, e := o.decode(data)
-		if e != nil {
+		if e := decodeWhole(o, data, out); e != nil {
 			return failed(c, attributed(o.provider, e))
 		}
-		out.status, out.contentType, out.body, out.usage = http.StatusOK, "application/json", body, u
 	} else {
 		translate.UsageFromJSON(data, &out.usage)
 		copyResponseHeaders(c.w.Header(), x.resp.Header)
@@ -85,6 +88,20 @@ func respondWhole(c *call, x *exchange, o *outbound, data []byte) *outcome {
 	noteWrite(&c.rec, out.status)
 	writeJSONResponse(c.w, out.status, out.body)
 	return out
+}
+
+// decodeWhole translates a whole 2xx answer into out (the hub shape,
+// always a 200 JSON body).
+func decodeWhole(o *outbound, data []byte, out *outcome) *apiError {
+	body, u, e := o.decode(data)
+	if e != nil {
+		return e
+	}
+	out.status = http.StatusOK
+	out.contentType = "application/json"
+	out.body = body
+	out.usage = u
+	return nil
 }
 
 // startStream sends an event stream's headers at once, so the client

@@ -148,6 +148,12 @@ func readUpstreamBody(r io.Reader, wd *watchdog, length, limit int64) ([]byte, b
 		wd.progress()
 		return data, false, nil
 	}
+	return readUpstreamBodyByRead(r, wd, limit)
+}
+
+// readUpstreamBodyByRead is readUpstreamBody for a body of unknown or
+// large length.
+func readUpstreamBodyByRead(r io.Reader, wd *watchdog, limit int64) ([]byte, bool, error) {
 	buf := make([]byte, 0, 32<<10)
 	for {
 		if len(buf) == cap(buf) {

@@ -59,6 +59,13 @@ func presentedKey(r *http.Request) string {
 // the gateway: the client's gateway key never reaches an upstream.
 var clientCredentialHeaders = []string{"Authorization", "X-Api-Key", "X-Goog-Api-Key", "Cookie", "Proxy-Authorization"}
 
+// authFailed logs a failed authentication (without key material) and
+// returns its 401.
+func authFailed(g *Gateway, r *http.Request) *apiError {
+	g.log.line("WARN", "auth failed method="+r.Method+" path="+strconv.Quote(r.URL.Path)+" remote="+r.RemoteAddr)
+	return errUnauthorized()
+}
+
 // authenticate identifies the caller and logs the attempt without any
 // key material. A failure is a 401 for the caller's route to write.
 func authenticate(g *Gateway, r *http.Request) (*userRuntime, *apiError) {
@@ -68,8 +75,7 @@ func authenticate(g *Gateway, r *http.Request) (*userRuntime, *apiError) {
 	store, _ := g.users.store.Load().(*authStore)
 	user := identifyKey(store, r)
 	if user == nil {
-		g.log.line("WARN", "auth failed method="+r.Method+" path="+strconv.Quote(r.URL.Path)+" remote="+r.RemoteAddr)
-		return nil, errUnauthorized()
+		return nil, authFailed(g, r)
 	}
 	g.log.line("INFO", "auth ok user="+strconv.Quote(user.name)+" method="+r.Method+" path="+strconv.Quote(r.URL.Path))
 	return user, nil

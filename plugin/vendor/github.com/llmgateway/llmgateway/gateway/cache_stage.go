@@ -12,6 +12,13 @@ func serveCached(c *call) bool {
 	if g.cache == nil || !c.route.cacheable || c.req.stream || c.user.primary == nil || !c.user.primary.cacheOn {
 		return false
 	}
+	return lookupCached(c)
+}
+
+// lookupCached is serveCached for a cacheable request (its own function:
+// under Yaegi a call pays for every local of the callee, run or not).
+func lookupCached(c *call) bool {
+	g := c.g
 	endpoint := cacheEndpointChat
 	if c.route.op == opEmbeddings {
 		endpoint = cacheEndpointEmbeddings

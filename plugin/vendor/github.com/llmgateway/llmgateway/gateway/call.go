@@ -96,10 +96,8 @@ func tryCandidate(c *call, o *outbound, budget int) (*exchange, *apiError) {
 	var last *apiError
 	for retry := 0; ; retry++ {
 		if retry > 0 {
-			wait := g.cfg.retry.retryWait(retry, last.Status, last.RetryAfter)
-			g.log.infof("retrying provider %q in %s (retry %d of %d): %s", o.provider.name, wait, retry, budget-1, last.Error())
-			if !sleepCtx(c.r.Context(), wait) {
-				return nil, exchangeFailure(o.provider.name, nil, c.r.Context(), c.r.Context().Err())
+			if e := waitToRetry(c, o, retry, budget, last); e != nil {
+				return nil, e
 			}
 		}
 		c.rec.attempts++
@@ -119,26 +117,34 @@ func tryCandidate(c *call, o *outbound, budget int) (*exchange, *apiError) {
 	}
 }
 
+// waitToRetry logs and sleeps the retry wait before retry number retry;
+// an error when the client left meanwhile.
+func waitToRetry(c *call, o *outbound, retry, budget int, last *apiError) *apiError {
+	g := c.g
+	wait := g.cfg.retry.retryWait(retry, last.Status, last.RetryAfter)
+	g.log.infof("retrying provider %q in %s (retry %d of %d): %s", o.provider.name, wait, retry, budget-1, last.Error())
+	if !sleepCtx(c.r.Context(), wait) {
+		return exchangeFailure(o.provider.name, nil, c.r.Context(), c.r.Context().Err())
+	}
+	return nil
+}
+
 // attempt makes one try: the request, the response headers and, unless
-// the outbound streams, the whole body.
+// the outbound streams, the whole body. The failure paths are functions
+// of their own: under Yaegi a call pays for every local of the callee,
+// run or not, so the common path stays small.
 func attempt(g *Gateway, r *http.Request, o *outbound) (*exchange, *apiError) {
 	p := o.provider
 	ctx, wd := startWatchdog(r.Context(), p.timeout)
 	req, err := http.NewRequestWithContext(ctx, o.method, o.url, bytes.NewReader(o.body))
 	if err != nil {
 		wd.stop()
-		// The gateway's own fault (a bad base URL): not retried.
-		e := apierr.New(http.StatusBadGateway, "server_error", "upstream_error", "could not build the request to provider \""+p.name+"\"")
-		e.Cause = err
-		return nil, e
+		return nil, errBuildRequest(p, err)
 	}
 	if p.jsonHeader != nil && o.contentType == "application/json" {
 		req.Header = p.jsonHeader.Clone()
 	} else {
-		if o.contentType != "" {
-			req.Header.Set("Content-Type", o.contentType)
-		}
-		p.injectAuth(req.Header)
+		outboundHeader(p, req.Header, o.contentType)
 	}
 	if o.accept != "" {
 		req.Header.Set("Accept", o.accept)
@@ -146,21 +152,13 @@ func attempt(g *Gateway, r *http.Request, o *outbound) (*exchange, *apiError) {
 	resp, err := g.transport.RoundTrip(req)
 	if err != nil {
 		wd.stop()
-		e := exchangeFailure(p.name, wd, r.Context(), err)
-		g.limiter.recordAttempt(p.name, o.model, attemptFailed(e))
-		return nil, e
+		return nil, attemptFailure(g, o, wd, r, err)
 	}
 	wd.progress()
-	body := &progressReader{r: resp.Body, wd: wd}
+	x := &exchange{resp: resp, body: &progressReader{r: resp.Body, wd: wd}, wd: wd}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		e := upstreamHTTPError(p, resp, body)
-		g.limiter.recordAttempt(p.name, o.model, attemptFailed(e))
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-		_ = resp.Body.Close()
-		wd.stop()
-		return nil, e
+		return nil, attemptRefused(g, o, x)
 	}
-	x := &exchange{resp: resp, body: body, wd: wd}
 	if o.stream {
 		g.limiter.recordAttempt(p.name, o.model, false)
 		return x, nil
@@ -168,9 +166,7 @@ func attempt(g *Gateway, r *http.Request, o *outbound) (*exchange, *apiError) {
 	data, tooBig, err := readUpstreamBody(resp.Body, wd, resp.ContentLength, maxUpstreamResponseBytes)
 	if err != nil {
 		exchangeDone(x)
-		e := exchangeFailure(p.name, wd, r.Context(), err)
-		g.limiter.recordAttempt(p.name, o.model, attemptFailed(e))
-		return nil, e
+		return nil, attemptFailure(g, o, wd, r, err)
 	}
 	g.limiter.recordAttempt(p.name, o.model, false)
 	if tooBig {
@@ -179,6 +175,41 @@ func attempt(g *Gateway, r *http.Request, o *outbound) (*exchange, *apiError) {
 	}
 	x.data = data
 	return x, nil
+}
+
+// errBuildRequest is the gateway's own fault (a bad base URL): not
+// retried.
+func errBuildRequest(p *providerRuntime, err error) *apiError {
+	e := apierr.New(http.StatusBadGateway, "server_error", "upstream_error", "could not build the request to provider \""+p.name+"\"")
+	e.Cause = err
+	return e
+}
+
+// outboundHeader sets a non-JSON (or hand-built provider's) request's
+// content type and credential.
+func outboundHeader(p *providerRuntime, h http.Header, contentType string) {
+	if contentType != "" {
+		h.Set("Content-Type", contentType)
+	}
+	p.injectAuth(h)
+}
+
+// attemptFailure classifies a transport or body-read failure and counts
+// it in the provider's success rates.
+func attemptFailure(g *Gateway, o *outbound, wd *watchdog, r *http.Request, err error) *apiError {
+	e := exchangeFailure(o.provider.name, wd, r.Context(), err)
+	g.limiter.recordAttempt(o.provider.name, o.model, attemptFailed(e))
+	return e
+}
+
+// attemptRefused reads a non-2xx answer into its error, counts it, and
+// drains and releases the exchange.
+func attemptRefused(g *Gateway, o *outbound, x *exchange) *apiError {
+	e := upstreamHTTPError(o.provider, x.resp, x.body)
+	g.limiter.recordAttempt(o.provider.name, o.model, attemptFailed(e))
+	_, _ = io.Copy(io.Discard, io.LimitReader(x.resp.Body, 1<<20))
+	exchangeDone(x)
+	return e
 }
 
 // writeJSONResponse writes a complete JSON answer.

@@ -530,34 +530,42 @@ func (l *limiter) account(ctx context.Context, scopes []limitScope, u translate.
 			incrs[j+8].Delta = costMicros
 		}
 	} else {
-		incrs = make([]store.Incr, 0, len(scopes)*n*3)
-		for i := 0; i < len(a); i += 9 {
-			if tin > 0 {
-				j := len(incrs)
-				incrs = append(incrs, a[i:i+3]...)
-				incrs[j].Delta = tin
-				incrs[j+1].Delta = tin
-				incrs[j+2].Delta = tin
-			}
-			if tout > 0 {
-				j := len(incrs)
-				incrs = append(incrs, a[i+3:i+6]...)
-				incrs[j].Delta = tout
-				incrs[j+1].Delta = tout
-				incrs[j+2].Delta = tout
-			}
-			if costMicros > 0 {
-				j := len(incrs)
-				incrs = append(incrs, a[i+6:i+9]...)
-				incrs[j].Delta = costMicros
-				incrs[j+1].Delta = costMicros
-				incrs[j+2].Delta = costMicros
-			}
-		}
+		incrs = someUsageIncrs(a, len(scopes)*n*3, tin, tout, costMicros)
 	}
 	if _, _, err := l.run(ctx, incrs, nil); err != nil {
 		l.log.errorf("usage of a finished request could not be recorded: %v", err)
 	}
+}
+
+// someUsageIncrs is account's batch when some metric has nothing to add
+// (its own function: under Yaegi a call pays for every local of the
+// callee, so the common all-three path stays small).
+func someUsageIncrs(a []store.Incr, size int, tin, tout, costMicros int64) []store.Incr {
+	incrs := make([]store.Incr, 0, size)
+	for i := 0; i < len(a); i += 9 {
+		if tin > 0 {
+			j := len(incrs)
+			incrs = append(incrs, a[i:i+3]...)
+			incrs[j].Delta = tin
+			incrs[j+1].Delta = tin
+			incrs[j+2].Delta = tin
+		}
+		if tout > 0 {
+			j := len(incrs)
+			incrs = append(incrs, a[i+3:i+6]...)
+			incrs[j].Delta = tout
+			incrs[j+1].Delta = tout
+			incrs[j+2].Delta = tout
+		}
+		if costMicros > 0 {
+			j := len(incrs)
+			incrs = append(incrs, a[i+6:i+9]...)
+			incrs[j].Delta = costMicros
+			incrs[j+1].Delta = costMicros
+			incrs[j+2].Delta = costMicros
+		}
+	}
+	return incrs
 }
 
 // healthWindows are the windows of the provider success-rate counters.

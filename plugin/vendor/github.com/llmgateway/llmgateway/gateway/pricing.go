@@ -314,16 +314,21 @@ func qualifiedModel(provider, model string) string {
 // promptTokens and billed at the input price: the gateway prices tokens ×
 // price, without cache discounts or surcharges.
 func (p *pricer) cost(provider, model string, u translate.Usage) (int64, bool) {
-	pr, ok := p.price(provider, model)
-	if !ok {
-		name := model
-		if provider != "" {
-			name = provider + "/" + model
-		}
-		p.warnUnpriced(name)
+	pr, src := p.resolve(provider, model)
+	if src == priceSourceUnpriced {
+		p.warnUnpricedModel(provider, model)
 		return 0, false
 	}
 	return costMicros(pr, u), true
+}
+
+// warnUnpricedModel is cost's warning for a model without a price.
+func (p *pricer) warnUnpricedModel(provider, model string) {
+	name := model
+	if provider != "" {
+		name = provider + "/" + model
+	}
+	p.warnUnpriced(name)
 }
 
 // costMicros is (promptTokens×input + completionTokens×output) / 1,000,000
