@@ -34,6 +34,11 @@ func BenchmarkConstruct(b *testing.B) {
 			sink = constructF(t, i)
 		}
 	})
+	b.Run("func-call-20-unused-locals", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			sink = constructBig(t, i)
+		}
+	})
 	b.Run("method-call", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			sink = t.m(i)
@@ -207,6 +212,19 @@ var constructTable = [1]func(*constructT, int) int{constructF}
 func (t *constructT) m(x int) int { return t.a + x }
 
 func constructF(t *constructT, x int) int { return t.a + x }
+
+// constructBig returns as early as constructF does, past 20 locals it
+// never reaches: an interpreted call sets up every local of the callee.
+func constructBig(t *constructT, x int) int {
+	if x >= 0 {
+		return t.a + x
+	}
+	v0, v1, v2, v3, v4 := x+0, x+1, x+2, x+3, x+4
+	v5, v6, v7, v8, v9 := v0*2, v1*2, v2*2, v3*2, v4*2
+	w0, w1, w2, w3, w4 := v5+v0, v6+v1, v7+v2, v8+v3, v9+v4
+	u0, u1, u2, u3, u4 := w0-1, w1-1, w2-1, w3-1, w4-1
+	return u0 + u1 + u2 + u3 + u4
+}
 
 func constructDefer(mu *sync.Mutex) {
 	mu.Lock()
