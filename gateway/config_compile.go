@@ -82,8 +82,11 @@ type grant struct {
 // userRuntime is one authenticated identity. It holds no key material.
 type userRuntime struct {
 	name string
-	// scopes are the limit scopes the user's requests count in.
-	scopes []limitScope
+	// scopes are the limit scopes the user's requests count in;
+	// costBudget is whether any of them has a cost limit (a price is then
+	// required), worked out once.
+	scopes     []limitScope
+	costBudget bool
 	// grants are the member groups' grants, primary group first, then the
 	// personal grant when the user has one.
 	grants []*grant

@@ -86,7 +86,7 @@ func admitPassthrough(c *call, p *providerRuntime, rest string) (string, *capped
 		m, e := checkPassthroughModel(r, body, grants, p.name)
 		return m, body, e
 	}
-	if !c.g.cfg.allowUnpriced && hasCostBudget(c.user.scopes) && !isBinaryContentType(r.Header.Get("Content-Type")) {
+	if !c.g.cfg.allowUnpriced && c.user.costBudget && !isBinaryContentType(r.Header.Get("Content-Type")) {
 		// A cost budget needs the model's price: read it when the body
 		// names one (an unreadable or model-less body is not refused).
 		m, e := peekPassthroughModel(body)

@@ -83,6 +83,7 @@ func compileUser(field string, uc *UserConfig, groups map[string]*grant) (compil
 		return compiledUser{}, fmt.Errorf("%v", strings.TrimPrefix(err.Error(), "config: "))
 	}
 	u.scopes = userScopes(u, limits)
+	u.costBudget = hasCostBudget(u.scopes)
 	key, err := resolveSecret(uc.APIKey)
 	if err != nil {
 		return compiledUser{}, fmt.Errorf("%s.apiKey: %v", field, err)

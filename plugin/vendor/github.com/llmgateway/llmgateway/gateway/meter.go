@@ -19,7 +19,7 @@ func admit(g *Gateway, r *http.Request, user *userRuntime, provider, model strin
 	if e := g.limiter.checkAndCount(r.Context(), user.scopes); e != nil {
 		return e
 	}
-	if model == "" || g.cfg.allowUnpriced || !hasCostBudget(user.scopes) {
+	if model == "" || g.cfg.allowUnpriced || !user.costBudget {
 		return nil
 	}
 	if _, priced := priceOf(g, provider, model); !priced {
