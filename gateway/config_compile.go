@@ -112,6 +112,7 @@ type compiledConfig struct {
 	usersFile          string
 	usersFileModTime   time.Time // as stat'ed just before the construction-time read
 	usersFileSize      int64
+	usersFileHash      [32]byte       // SHA-256 of the content read at construction
 	users              []compiledUser // inline merged with the users file at construction
 	passthroughUnknown bool
 	requestTimeout     time.Duration
@@ -193,7 +194,8 @@ func compileConfig(cfg *Config) (*compiledConfig, error) {
 		if info, statErr := os.Stat(c.usersFile); statErr == nil {
 			c.usersFileModTime, c.usersFileSize = info.ModTime(), info.Size()
 		}
-		fileUsers, err := loadUsersFile(c.usersFile, c.groups)
+		fileUsers, sum, err := loadUsersFile(c.usersFile, c.groups)
+		c.usersFileHash = sum
 		if err != nil {
 			return nil, fmt.Errorf("config: users.file: %v", err)
 		}

@@ -430,7 +430,7 @@ func FuzzUsersFile(f *testing.F) {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		users, err := loadUsersFile(path, groups)
+		users, _, err := loadUsersFile(path, groups)
 		if err != nil {
 			if users != nil {
 				t.Fatal("users returned with an error")

@@ -198,3 +198,34 @@ func TestUsersFileConstructionErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestUsersFileReloadsOnContentChangeAlone: a key rotated to one of the
+// same length, with the file's mtime put back (as some tools do), is
+// still picked up at the next check, by the content's hash.
+func TestUsersFileReloadsOnContentChangeAlone(t *testing.T) {
+	f := newUsersFileFixture(t, `[]`, `{"users":[{"name":"alice","group":"g","apiKey":"sk-v1"}]}`)
+	f.expect("sk-v1", 200)
+	before, err := os.Stat(f.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f.path, []byte(`{"users":[{"name":"alice","group":"g","apiKey":"sk-v2"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(f.path, before.ModTime(), before.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.Stat(f.path)
+	if err != nil || !after.ModTime().Equal(before.ModTime()) || after.Size() != before.Size() {
+		t.Fatalf("the fixture did not keep mtime and size: %v %v", after, err)
+	}
+	f.clock = f.clock.Add(usersFileCheckInterval)
+	f.expect("sk-v2", 200)
+	f.expect("sk-v1", 401)
+	// An unchanged file is not reloaded (nor logged) again.
+	f.clock = f.clock.Add(usersFileCheckInterval)
+	f.expect("sk-v2", 200)
+	if n := strings.Count(f.logs.String(), "reloaded"); n != 1 {
+		t.Fatalf("reloaded %d times, want 1:\n%s", n, f.logs)
+	}
+}

@@ -1,13 +1,14 @@
 package gateway
 
 import (
+	"crypto/sha256"
 	"os"
 	"sync/atomic"
 	"time"
 )
 
-// usersFileCheckInterval is the most often the users file's mtime is
-// checked (from the request path; there is no background timer).
+// usersFileCheckInterval is the most often the users file is checked
+// (from the request path; there is no background timer).
 const usersFileCheckInterval = 5 * time.Second
 
 // userDirectory holds the current auth store and, when a users file is
@@ -26,13 +27,14 @@ type userDirectory struct {
 	// Guarded by reloading:
 	modTime time.Time
 	size    int64
+	hash    [sha256.Size]byte // of the content last loaded
 	lastErr string
 }
 
 func newUserDirectory(c *compiledConfig, log *logger) *userDirectory {
 	d := &userDirectory{path: c.usersFile, inline: c.inlineUsers, groups: c.groups, log: log, now: time.Now}
 	d.store.Store(newAuthStore(c.users))
-	d.modTime, d.size = c.usersFileModTime, c.usersFileSize
+	d.modTime, d.size, d.hash = c.usersFileModTime, c.usersFileSize, c.usersFileHash
 	if d.path != "" {
 		d.lastCheck.Store(d.now().UnixNano())
 	}
@@ -46,7 +48,9 @@ func (d *userDirectory) current() *authStore {
 }
 
 // maybeReload reloads the users file when the check interval has passed
-// and the file's mtime or size changed.
+// and the file changed: its mtime, its size, or its content (SHA-256 of
+// the bytes: a key rotated to one of the same length by a tool that
+// preserves the mtime is still seen). The file is read on every check.
 func (d *userDirectory) maybeReload() {
 	if d.path == "" {
 		return
@@ -65,11 +69,19 @@ func (d *userDirectory) maybeReload() {
 		d.keepLastGood("cannot stat " + d.path + ": " + describeFileError(err))
 		return
 	}
-	if info.ModTime().Equal(d.modTime) && info.Size() == d.size {
+	data, err := readUsersFile(d.path)
+	if err != nil {
+		d.keepLastGood(err.Error())
 		return
 	}
-	d.modTime, d.size = info.ModTime(), info.Size()
-	fileUsers, err := loadUsersFile(d.path, d.groups)
+	sum := sha256.Sum256(data)
+	if info.ModTime().Equal(d.modTime) && info.Size() == d.size && sum == d.hash {
+		return
+	}
+	d.modTime = info.ModTime()
+	d.size = info.Size()
+	d.hash = sum
+	fileUsers, err := parseUsersFile(d.path, data, d.groups)
 	if err == nil {
 		var merged []compiledUser
 		if merged, err = mergeUsers(d.inline, fileUsers); err == nil {

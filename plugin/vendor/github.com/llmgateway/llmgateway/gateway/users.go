@@ -140,11 +140,26 @@ type usersFileDocument struct {
 
 // loadUsersFile reads and compiles the users file; unknown keys, a
 // missing "users" list and trailing data are errors.
-func loadUsersFile(path string, groups map[string]*grant) ([]compiledUser, error) {
+func loadUsersFile(path string, groups map[string]*grant) ([]compiledUser, [sha256.Size]byte, error) {
+	data, err := readUsersFile(path)
+	if err != nil {
+		return nil, [sha256.Size]byte{}, err
+	}
+	users, err := parseUsersFile(path, data, groups)
+	return users, sha256.Sum256(data), err
+}
+
+// readUsersFile reads the users file whole.
+func readUsersFile(path string) ([]byte, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, errors.New("cannot read " + path + ": " + describeFileError(err))
 	}
+	return data, nil
+}
+
+// parseUsersFile compiles the users file's content.
+func parseUsersFile(path string, data []byte, groups map[string]*grant) ([]compiledUser, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var doc usersFileDocument
