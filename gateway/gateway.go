@@ -16,6 +16,13 @@ type Options struct {
 	Name string
 	// LogOutput receives the gateway's log lines. Default os.Stderr.
 	LogOutput io.Writer
+	// SharedCounters makes the in-process counter stores (the limits
+	// store without Redis, and the fallback store with Redis) the ones
+	// of every other gateway built in this process with the same Name
+	// and SharedCounters set, so a rebuilt instance keeps the counts: the
+	// plugin sets it, because Traefik runs New again on every dynamic
+	// configuration change. Off, each gateway counts on its own.
+	SharedCounters bool
 }
 
 // Gateway is the LLM gateway as an http.Handler: it answers its own
@@ -70,7 +77,7 @@ func New(next http.Handler, cfg *Config, opts Options) (*Gateway, error) {
 		log.warnf("%s", compiled.warnings[i])
 	}
 	g.pricer = newPricer(compiled.pricing, compiled.modelMeta, warnings)
-	var counters store.Counter = newMemoryStore(nil)
+	var counters store.Counter = inProcessStore(opts, "limits")
 	var fallback *store.Memory
 	failOpen := true
 	if rs := compiled.redis; rs != nil {
@@ -78,7 +85,7 @@ func New(next http.Handler, cfg *Config, opts Options) (*Gateway, error) {
 		g.redis = store.NewRedis(rs.conn)
 		guarded := store.NewGuarded(g.redis, store.GuardOptions{})
 		counters = guarded
-		fallback = newMemoryStore(nil)
+		fallback = inProcessStore(opts, "fallback")
 		failOpen = rs.failOpen
 		if compiled.cache.enabled {
 			g.cache = newResponseCache(guarded, log, compiled.cache.maxBodyBytes)
@@ -96,6 +103,31 @@ func New(next http.Handler, cfg *Config, opts Options) (*Gateway, error) {
 	log.infof("ready: %d providers, %d groups, %d users", len(compiled.providers), len(compiled.groups), len(compiled.users))
 	reportLoaded()
 	return g, nil
+}
+
+// sharedStores are the in-process counter stores of the gateways built
+// with Options.SharedCounters, by name and role. They live as long as
+// the process (each sweeps its expired keys as it goes).
+var (
+	sharedStoresMu sync.Mutex
+	sharedStores   = map[string]*store.Memory{}
+)
+
+// inProcessStore is a new in-process counter store, or with
+// opts.SharedCounters the one shared by every gateway of that name.
+func inProcessStore(opts Options, role string) *store.Memory {
+	if !opts.SharedCounters {
+		return newMemoryStore(nil)
+	}
+	key := opts.Name + "\x00" + role
+	sharedStoresMu.Lock()
+	defer sharedStoresMu.Unlock()
+	m := sharedStores[key]
+	if m == nil {
+		m = newMemoryStore(nil)
+		sharedStores[key] = m
+	}
+	return m
 }
 
 // Close releases the gateway's background resources (idle upstream

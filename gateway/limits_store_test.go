@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -100,5 +103,53 @@ func TestMemoryStoreWindowRetention(t *testing.T) {
 	clock.Set(clock.Now().Add(29 * 24 * time.Hour)) // 31 days in all
 	if _, got, _ := m.Apply(ctx, nil, []string{"month"}); got[0] != 1 {
 		t.Fatal("a month key did not outlive its month in process")
+	}
+}
+
+// TestSharedCountersSurviveRebuild: with Options.SharedCounters, a
+// gateway rebuilt under the same name (Traefik's New on every dynamic
+// configuration change) counts on in the same in-process store, so a
+// reload does not reset a limit; another name, or the option off, counts
+// on its own.
+func TestSharedCountersSurviveRebuild(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"object":"chat.completion","usage":{"prompt_tokens":1,"completion_tokens":1}}`)
+	}))
+	defer upstream.Close()
+	build := func(name string, shared bool) *Gateway {
+		cfg, err := DecodeConfigJSON([]byte(`{"providers":{"p":{"type":"openai","baseUrl":"` + upstream.URL + `","models":["m1"]}},
+			"groups":{"g":{}},"users":{"inline":[{"name":"alice","group":"g","apiKey":"` + testAliceKey + `","limits":{"requestsPerDay":2}}]}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := New(nil, cfg, Options{Name: name, LogOutput: io.Discard, SharedCounters: shared})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = g.Close() })
+		return g
+	}
+	chat := func(g *Gateway) int {
+		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(`{"model":"m1"}`))
+		req.Header.Set("Authorization", "Bearer "+testAliceKey)
+		rec := httptest.NewRecorder()
+		g.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	name := "shared-" + t.Name()
+	first := build(name, true)
+	if a, b := chat(first), chat(first); a != 200 || b != 200 {
+		t.Fatalf("first instance: %d %d", a, b)
+	}
+	rebuilt := build(name, true)
+	if code := chat(rebuilt); code != http.StatusTooManyRequests {
+		t.Fatalf("rebuilt instance answered %d, want 429: the reload reset the counters", code)
+	}
+	if code := chat(build(name+"-other", true)); code != 200 {
+		t.Fatalf("another name shared the counters: %d", code)
+	}
+	if code := chat(build(name, false)); code != 200 {
+		t.Fatalf("SharedCounters off shared the counters: %d", code)
 	}
 }

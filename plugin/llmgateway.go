@@ -34,7 +34,10 @@ func New(ctx context.Context, next http.Handler, config *Config, name string) (h
 	if err != nil {
 		return nil, err
 	}
-	g, err := gateway.New(next, cfg, gateway.Options{Name: name})
+	// Traefik runs New again on every dynamic-configuration change: the
+	// instances of one middleware name share their in-process counters,
+	// so a reload does not reset the limits.
+	g, err := gateway.New(next, cfg, gateway.Options{Name: name, SharedCounters: true})
 	if err != nil {
 		return nil, err
 	}

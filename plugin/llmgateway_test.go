@@ -93,3 +93,42 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestReloadKeepsCounters: Traefik calls New again on every dynamic
+// configuration change; the new instance of the same middleware keeps
+// the old one's counts, so a reload does not reset a limit.
+func TestReloadKeepsCounters(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"object":"chat.completion"}`)
+	}))
+	defer upstream.Close()
+	limited := func() *Config {
+		c := traefikConfig(upstream.URL)
+		(*c)["groups"] = map[string]interface{}{"default": map[string]interface{}{"limits": map[string]interface{}{"requestsPerDay": "1"}}}
+		return c
+	}
+	chat := func(h http.Handler) int {
+		req := httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(`{"model":"m1"}`))
+		req.Header.Set("Authorization", "Bearer sk-plugin-alice")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	before, err := New(ctx, nil, limited(), "reload@file")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := chat(before); code != 200 {
+		t.Fatalf("first request: %d", code)
+	}
+	after, err := New(ctx, nil, limited(), "reload@file")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := chat(after); code != http.StatusTooManyRequests {
+		t.Fatalf("after the reload: %d, want 429 (the counters were reset)", code)
+	}
+}
