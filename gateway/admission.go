@@ -3,8 +3,10 @@ package gateway
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"runtime"
+	"time"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 )
@@ -38,13 +40,16 @@ func compileBodySlots(configured int) (int, bool, error) {
 	return n, false, nil
 }
 
-// bodyAdmission is the semaphore; a buffered channel of tokens.
+// bodyAdmission is the semaphore, a buffered channel of tokens, and the
+// stall timeout of a body read under it (bodyStallTimeout; tests shorten
+// it).
 type bodyAdmission struct {
 	slots chan struct{}
+	stall time.Duration
 }
 
 func newBodyAdmission(n int) *bodyAdmission {
-	return &bodyAdmission{slots: make(chan struct{}, n)}
+	return &bodyAdmission{slots: make(chan struct{}, n), stall: bodyStallTimeout}
 }
 
 // release gives a slot back (readAdmitted takes it inline, without
@@ -59,10 +64,11 @@ func errBodyCapacity() *apiError {
 }
 
 // readAdmitted reads the route's request body whole under a
-// body-admission slot (413 over the route's cap) and reads what the
-// pipeline needs from it: a JSON body through the route's wire format; a
-// multipart body (transcriptions) by locating its single model field.
-func readAdmitted(g *Gateway, r *http.Request, rt *route) (*jsonRequest, *apiError) {
+// body-admission slot (413 over the route's cap, 408 when the upload
+// stalls) and reads what the pipeline needs from it: a JSON body through
+// the route's wire format; a multipart body (transcriptions) by locating
+// its single model field.
+func readAdmitted(g *Gateway, w http.ResponseWriter, r *http.Request, rt *route) (*jsonRequest, *apiError) {
 	select {
 	case g.admission.slots <- struct{}{}:
 	default:
@@ -71,7 +77,7 @@ func readAdmitted(g *Gateway, r *http.Request, rt *route) (*jsonRequest, *apiErr
 	// Given back by a defer even if a reader panics: a lost slot would
 	// shrink the gateway's capacity for good.
 	defer g.admission.release()
-	body, e := readRequestBody(r, rt.maxBodyBytes)
+	body, e := readRequestBody(w, r, rt.maxBodyBytes, g.admission.stall)
 	if e != nil {
 		return nil, e
 	}
@@ -81,11 +87,49 @@ func readAdmitted(g *Gateway, r *http.Request, rt *route) (*jsonRequest, *apiErr
 	return rt.format.readRequest(body)
 }
 
-// readRequestBody reads the whole body, refusing one over limit with 413.
-func readRequestBody(r *http.Request, limit int64) ([]byte, *apiError) {
+// bodyChunk is how much of a request body must arrive within the stall
+// timeout while a body-admission slot is held (bodyStallTimeout: 64 KiB
+// per 5 s, i.e. an upload slower than ~13 KiB/s is cut).
+const (
+	bodyChunk        = 64 << 10
+	bodyStallTimeout = 5 * time.Second
+)
+
+// readRequestBody reads the whole body, refusing one over limit with
+// 413. The read runs under a connection read deadline that every chunk
+// of bodyChunk bytes pushes stall further (http.ResponseController; a
+// writer that cannot set one reads without it), so a slow or stalled
+// upload cannot hold its body-admission slot: it gets a 408. The deadline
+// is cleared once the body is in.
+func readRequestBody(w http.ResponseWriter, r *http.Request, limit int64, stall time.Duration) ([]byte, *apiError) {
 	if r.ContentLength > limit {
 		return nil, errTooLarge(limit)
 	}
+	rc := http.NewResponseController(w)
+	if rc.SetReadDeadline(time.Now().Add(stall)) != nil {
+		return readBodyUntimed(r, limit)
+	}
+	body, tooBig, err := readBodyChunks(r, limit, rc, stall)
+	if err != nil {
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			// The deadline stays expired: before it answers, net/http
+			// would otherwise wait to discard the rest of the body from
+			// the stalled client. The connection closes after the 408.
+			return nil, errBodyStalled(stall)
+		}
+		_ = rc.SetReadDeadline(time.Time{})
+		return nil, apierr.BadRequest("unreadable_body", "could not read the request body")
+	}
+	_ = rc.SetReadDeadline(time.Time{})
+	if tooBig {
+		return nil, errTooLarge(limit)
+	}
+	return body, nil
+}
+
+// readBodyUntimed is readRequestBody where no read deadline can be set
+// (the host's writer does not support one).
+func readBodyUntimed(r *http.Request, limit int64) ([]byte, *apiError) {
 	if r.ContentLength >= 0 {
 		// A declared length (net/http never reads past it): one read into
 		// a buffer of exactly that size.
@@ -103,6 +147,61 @@ func readRequestBody(r *http.Request, limit int64) ([]byte, *apiError) {
 		return nil, errTooLarge(limit)
 	}
 	return body, nil
+}
+
+// readBodyChunks reads the body bodyChunk at a time (each one compiled
+// io.ReadFull), pushing the read deadline after each; tooBig over limit,
+// never a truncated body.
+func readBodyChunks(r *http.Request, limit int64, rc *http.ResponseController, stall time.Duration) ([]byte, bool, error) {
+	size := r.ContentLength
+	if size < 0 {
+		size = limit + 1 // undeclared: read up to one byte past the cap
+	}
+	buf := make([]byte, 0, initialBodyBuffer(size))
+	for int64(len(buf)) < size {
+		n := int64(bodyChunk)
+		if rest := size - int64(len(buf)); rest < n {
+			n = rest
+		}
+		if int64(cap(buf)-len(buf)) < n {
+			grown := make([]byte, len(buf), 2*cap(buf)+int(n))
+			copy(grown, buf)
+			buf = grown
+		}
+		got, err := io.ReadFull(r.Body, buf[len(buf):len(buf)+int(n)])
+		buf = buf[:len(buf)+got]
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			if r.ContentLength >= 0 {
+				return nil, false, io.ErrUnexpectedEOF
+			}
+			break // an undeclared body ended
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		if int64(len(buf)) < size {
+			_ = rc.SetReadDeadline(time.Now().Add(stall))
+		}
+	}
+	if int64(len(buf)) > limit {
+		return nil, true, nil
+	}
+	return buf, false, nil
+}
+
+// initialBodyBuffer sizes the first buffer: a declared length whole, an
+// undeclared one a chunk.
+func initialBodyBuffer(size int64) int {
+	if size <= bodyChunk {
+		return int(size)
+	}
+	return bodyChunk
+}
+
+// errBodyStalled is the 408 of an upload that stopped making progress.
+func errBodyStalled(stall time.Duration) *apiError {
+	return apierr.New(http.StatusRequestTimeout, "invalid_request_error", "request_body_stalled",
+		"the request body arrived too slowly (less than 64 KiB in "+stall.String()+"); it was not read")
 }
 
 // multipartRequest finds a multipart body's single model field. The

@@ -81,10 +81,11 @@ func BenchmarkStages(b *testing.B) {
 		}
 	})
 	b.Run("admitBody", func(b *testing.B) {
+		w := httptest.NewRecorder()
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
 			r := newReq()
-			if _, e := readAdmitted(g, r, rt); e != nil {
+			if _, e := readAdmitted(g, w, r, rt); e != nil {
 				b.Fatal(e.Error())
 			}
 		}

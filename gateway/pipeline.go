@@ -83,7 +83,7 @@ func identify(c *call) bool {
 // admitBody reads the request body under a body-admission slot: the
 // whole body up to the route's cap, validated and its model located.
 func admitBody(c *call) bool {
-	req, e := readAdmitted(c.g, c.r, c.route)
+	req, e := readAdmitted(c.g, c.w, c.r, c.route)
 	if e != nil {
 		reject(c, e)
 		return false
@@ -190,9 +190,11 @@ func resolveForUser(reg *modelRegistry, user *userRuntime, id string) (modelRout
 func reject(c *call, e *apiError) {
 	noteWrite(&c.rec, e.Status)
 	noteError(&c.rec, e)
-	if e.Status == http.StatusRequestEntityTooLarge {
-		// The rest of the body is never read: the connection cannot carry
-		// another request, and the client must not try to reuse it.
+	if c.req == nil && c.r.ContentLength != 0 || e.Status == http.StatusRequestEntityTooLarge {
+		// A refusal before the body was read (or of an oversized one):
+		// the rest of the body is never read, so the connection cannot
+		// carry another request, and net/http must not wait to discard a
+		// slow client's remaining body before it answers.
 		c.w.Header().Set("Connection", "close")
 	}
 	c.format.writeError(c.w, e)

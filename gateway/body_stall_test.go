@@ -1,0 +1,112 @@
+package gateway
+
+import (
+	"bufio"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSlowUploadsCannotStarveOthers: 100 clients trickle request bodies
+// (most stall after a few bytes, some keep sending a byte at a time) and
+// take every body-admission slot. Each is cut with a 408 once its upload
+// has not delivered a chunk within the stall timeout, and a normal
+// client, refused with 503 while the slots are held, is served again.
+func TestSlowUploadsCannotStarveOthers(t *testing.T) {
+	up := newFakeUpstream(t, okJSON(`{"id":"ok"}`))
+	g, srv, _ := serveTestGateway(t, timeoutConfig(up.URL, "", ""), nil, func(g *Gateway) {
+		g.admission.stall = 300 * time.Millisecond
+	})
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	const tricklers = 100
+	results := make(chan string, tricklers)
+	stop := make(chan struct{})
+	defer close(stop)
+	for i := 0; i < tricklers; i++ {
+		steady := i%10 == 0 // a byte every 20 ms: progress, but no chunk
+		go func() {
+			defer func() { _ = recover() }()
+			results <- trickleUpload(addr, steady, stop)
+		}()
+	}
+	// Every slot taken (the self-tuned count, at most 100 here).
+	deadline := time.Now().Add(10 * time.Second)
+	for len(g.admission.slots) < cap(g.admission.slots) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the tricklers took %d of %d slots", len(g.admission.slots), cap(g.admission.slots))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	body := `{"model":"m1","messages":[{"role":"user","content":"hi"}]}`
+	if status, _, got := do(t, "POST", srv.URL+"/v1/chat/completions", testAliceKey, body); status != http.StatusServiceUnavailable {
+		t.Fatalf("with every slot held: %d %s, want 503", status, got)
+	}
+	served := false
+	for !served {
+		if time.Now().After(deadline) {
+			t.Fatal("a normal client was not served while the tricklers kept trickling")
+		}
+		status, _, got := do(t, "POST", srv.URL+"/v1/chat/completions", testAliceKey, body)
+		switch status {
+		case http.StatusOK:
+			served = true
+		case http.StatusServiceUnavailable:
+			time.Sleep(20 * time.Millisecond)
+		default:
+			t.Fatalf("normal client: %d %s", status, got)
+		}
+	}
+	for i := 0; i < tricklers; i++ {
+		select {
+		case got := <-results:
+			if !strings.HasPrefix(got, "HTTP/1.1 408") && !strings.HasPrefix(got, "HTTP/1.1 503") {
+				t.Fatalf("a trickler got %q, want a 408 (or a 503 when it found no slot)", got)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("only %d of %d tricklers were answered", i, tricklers)
+		}
+	}
+}
+
+// trickleUpload sends a chat request whose 2,000-byte body never completes —
+// a few bytes, then nothing (or, steady, a byte every 20 ms until stop)
+// — and returns the response's status line.
+func trickleUpload(addr string, steady bool, stop chan struct{}) string {
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		return "dial: " + err.Error()
+	}
+	defer nc.Close()
+	_ = nc.SetDeadline(time.Now().Add(20 * time.Second))
+	head := "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + testAliceKey +
+		"\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(2000) + "\r\n\r\n{\"model\":"
+	if _, err := nc.Write([]byte(head)); err != nil {
+		return "write: " + err.Error()
+	}
+	answered := make(chan string, 1)
+	go func() {
+		defer func() { _ = recover() }()
+		line, err := bufio.NewReader(nc).ReadString('\n')
+		if err != nil {
+			line = "read: " + err.Error()
+		}
+		answered <- line
+	}()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case line := <-answered:
+			return line
+		case <-stop:
+			return "stopped"
+		case <-tick.C:
+			if steady {
+				_, _ = nc.Write([]byte(" "))
+			}
+		}
+	}
+}
