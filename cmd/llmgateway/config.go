@@ -174,6 +174,9 @@ func startupWarnings(c *loadedConfig) []string {
 	if c.config.PassthroughUnknown {
 		warnings = append(warnings, "passthroughUnknown has no meaning in the standalone binary: there is no downstream behind it, so unknown routes get an OpenAI-shaped 404; route non-gateway paths in Traefik instead")
 	}
+	if len(c.config.TrustedProxies) == 0 {
+		warnings = append(warnings, "trustedProxies is not set: failed-authentication throttling counts per TCP peer and never reads X-Forwarded-For; behind Traefik (or any proxy) every client has the proxy's address and shares one count — list the proxy in trustedProxies")
+	}
 	if metrics, ok := lookupFold(c.document, "metrics"); ok {
 		if m, ok := metrics.(map[string]interface{}); ok {
 			if cidrs, ok := lookupFold(m, "allowedCIDRs"); ok && nonEmpty(cidrs) {

@@ -164,13 +164,20 @@ func TestJSONCompatibleConvertsNestedMaps(t *testing.T) {
 }
 
 func TestStartupWarnings(t *testing.T) {
-	loaded, err := loadConfig(writeFile(t, "config.yaml", yamlConfig))
+	trusted := "trustedProxies: [\"10.0.0.1\"]\n"
+	loaded, err := loadConfig(writeFile(t, "config.yaml", yamlConfig+trusted))
 	require.NoError(t, err)
 	assert.Empty(t, startupWarnings(loaded))
 
-	loaded, err = loadConfig(writeFile(t, "config.yaml", yamlConfig+"passthroughUnknown: true\n"))
+	loaded, err = loadConfig(writeFile(t, "config.yaml", yamlConfig))
 	require.NoError(t, err)
 	warnings := startupWarnings(loaded)
+	require.Len(t, warnings, 1)
+	assert.Contains(t, warnings[0], "trustedProxies is not set")
+
+	loaded, err = loadConfig(writeFile(t, "config.yaml", yamlConfig+trusted+"passthroughUnknown: true\n"))
+	require.NoError(t, err)
+	warnings = startupWarnings(loaded)
 	require.Len(t, warnings, 1)
 	assert.Contains(t, warnings[0], "passthroughUnknown has no meaning")
 

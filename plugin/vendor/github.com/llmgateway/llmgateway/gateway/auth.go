@@ -59,16 +59,36 @@ func presentedKey(r *http.Request) string {
 // the gateway: the client's gateway key never reaches an upstream.
 var clientCredentialHeaders = []string{"Authorization", "X-Api-Key", "X-Goog-Api-Key", "Cookie", "Proxy-Authorization"}
 
-// authFailed logs a failed authentication (without key material) and
-// returns its 401.
+// authFailed logs a failed authentication (without key material),
+// counts it against the client's address, and returns its 401.
 func authFailed(g *Gateway, r *http.Request) *apiError {
-	g.log.line("WARN", "auth failed method="+r.Method+" path="+strconv.Quote(r.URL.Path)+" remote="+r.RemoteAddr)
+	addr := clientAddress(r, g.cfg.trustedProxies)
+	g.log.line("WARN", "auth failed method="+r.Method+" path="+strconv.Quote(r.URL.Path)+" remote="+r.RemoteAddr+" client="+addr)
+	if g.throttle.failed(addr) {
+		g.log.line("WARN", "auth throttled client="+addr+": "+strconv.Itoa(authFailuresPerMinute)+
+			" failed authentications within a minute; its requests are refused until the next minute ends (not logged one by one)")
+	}
 	return errUnauthorized()
+}
+
+// throttled is the 429 for a request from a throttled client address
+// (nil when its address is not throttled). Refused before any key is
+// looked at, and not logged.
+func throttled(g *Gateway, r *http.Request) *apiError {
+	if blocked, retryAfter := g.throttle.blocked(clientAddress(r, g.cfg.trustedProxies)); blocked {
+		return errAuthThrottled(retryAfter)
+	}
+	return nil
 }
 
 // authenticate identifies the caller and logs the attempt without any
 // key material. A failure is a 401 for the caller's route to write.
 func authenticate(g *Gateway, r *http.Request) (*userRuntime, *apiError) {
+	if g.throttle.blockedCount.Load() > 0 {
+		if e := throttled(g, r); e != nil {
+			return nil, e
+		}
+	}
 	if g.users.path != "" {
 		g.users.maybeReload()
 	}

@@ -55,6 +55,11 @@ type Config struct {
 	// AllowUnpricedWithCostBudget serves a model with no known price to a
 	// caller with a cost budget (billing it 0) instead of answering 402.
 	AllowUnpricedWithCostBudget bool `json:"allowUnpricedWithCostBudget"`
+	// TrustedProxies lists the proxies (IP addresses or CIDRs) whose
+	// X-Forwarded-For the gateway believes, for the client address that
+	// failed authentications are counted against. Default: none (the TCP
+	// peer is the client).
+	TrustedProxies []string `json:"trustedProxies"`
 }
 
 // LimitsConfig bounds a group's or a user's traffic. Zero is unlimited.

@@ -3,6 +3,7 @@ package gateway
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -123,6 +124,7 @@ type compiledConfig struct {
 	retry              retrySettings
 	redis              *redisSettings // nil: no Redis
 	allowUnpriced      bool
+	trustedProxies     []*net.IPNet // whose X-Forwarded-For names the client (auth throttling)
 	cache              cacheSettings
 	pricing            map[string]modelPrice
 	// warnings are logged once the gateway has a logger.
@@ -152,6 +154,9 @@ func compileConfig(cfg *Config) (*compiledConfig, error) {
 		return nil, err
 	}
 	c.allowUnpriced = cfg.AllowUnpricedWithCostBudget
+	if c.trustedProxies, err = compileTrustedProxies(cfg.TrustedProxies); err != nil {
+		return nil, err
+	}
 	if c.pricing, err = compilePricing(cfg.Pricing); err != nil {
 		return nil, err
 	}

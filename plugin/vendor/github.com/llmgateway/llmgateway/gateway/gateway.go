@@ -40,6 +40,7 @@ type Gateway struct {
 	rebuildMu sync.Mutex
 	transport *http.Transport
 	admission *bodyAdmission
+	throttle  *authThrottle // failed authentications per client address
 	limiter   *limiter
 	pricer    *pricer
 	redis     *store.Redis   // nil: no Redis
@@ -71,6 +72,7 @@ func New(next http.Handler, cfg *Config, opts Options) (*Gateway, error) {
 		warnings:  warnings,
 		transport: newUpstreamTransport(),
 		admission: newBodyAdmission(compiled.bodySlots),
+		throttle:  newAuthThrottle(nil),
 		started:   time.Now(),
 	}
 	for i := 0; i < len(compiled.warnings); i++ {
