@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 	"github.com/llmgateway/llmgateway/gateway/internal/translate"
@@ -82,17 +83,78 @@ func admitPassthrough(c *call, p *providerRuntime, rest string) (string, *capped
 		return "", nil, errTooLarge(maxPassthroughRequestBytes)
 	}
 	body := &cappedBody{r: r.Body, remaining: maxPassthroughRequestBytes}
+	// Gemini names the model in the path (".../models/{id}:generateContent"):
+	// that is the model the upstream serves, whatever the body says.
+	if pm := pathModel(p, rest); pm != "" {
+		if modelRestricted(grants) && !anyGrantAllowsModel(grants, p.name, pm) {
+			return "", nil, errPassthroughModelDenied(p.name)
+		}
+		return pm, body, nil
+	}
 	if modelRestricted(grants) {
-		m, e := checkPassthroughModel(r, body, grants, p.name)
+		m, e := checkPassthroughModel(c, body, grants, p.name)
 		return m, body, e
 	}
-	if !c.g.cfg.allowUnpriced && c.user.costBudget && !isBinaryContentType(r.Header.Get("Content-Type")) {
-		// A cost budget needs the model's price: read it when the body
-		// names one (an unreadable or model-less body is not refused).
-		m, e := peekPassthroughModel(body)
-		return m, body, e
+	if !c.g.cfg.allowUnpriced && c.user.costBudget && mayCost(r) {
+		return pricedPassthroughModel(c, body)
 	}
 	return "", body, nil
+}
+
+// mayCost reports whether a passthrough request can spend tokens: one
+// that carries a body (GET and HEAD never generate).
+func mayCost(r *http.Request) bool {
+	return r.Method != http.MethodGet && r.Method != http.MethodHead
+}
+
+// pricedPassthroughModel finds the model a cost-budgeted caller's
+// passthrough request is priced at: the body's single top-level model,
+// or a 402 when there is none (the gateway cannot price it, so it does
+// not bill it at 0).
+func pricedPassthroughModel(c *call, body *cappedBody) (string, *cappedBody, *apiError) {
+	if isBinaryContentType(c.r.Header.Get("Content-Type")) {
+		return "", nil, errPassthroughUnpriceable()
+	}
+	m, e := peekPassthroughModel(c, body)
+	if e != nil {
+		return "", nil, e
+	}
+	if m == "" {
+		return "", nil, errPassthroughUnpriceable()
+	}
+	return m, body, nil
+}
+
+// errPassthroughUnpriceable is the 402 of a cost-budgeted caller's
+// passthrough request that names no model the gateway can read.
+func errPassthroughUnpriceable() *apiError {
+	return apierr.New(http.StatusPaymentRequired, "invalid_request_error", "model_unpriced",
+		"this passthrough request names no model the gateway can read (a JSON body's single top-level \"model\" "+
+			"within its first 64 KiB, or a Gemini path's models/{id}), and your group or user has a cost budget: "+
+			"it cannot be priced, so it is not sent")
+}
+
+func errPassthroughModelDenied(provider string) *apiError {
+	return apierr.New(http.StatusForbidden, "permission_error", "model_not_allowed",
+		"this passthrough request names no model your group may use on provider \""+provider+"\"")
+}
+
+// pathModel is the model a Gemini passthrough path names
+// ("v1beta/models/{id}:method" or ".../models/{id}"), "" for any other
+// provider type or path.
+func pathModel(p *providerRuntime, rest string) string {
+	if p.kind != providerGemini {
+		return ""
+	}
+	i := strings.Index(rest, "models/")
+	if i < 0 || (i > 0 && rest[i-1] != '/') {
+		return ""
+	}
+	id := rest[i+len("models/"):]
+	if j := strings.IndexAny(id, ":/"); j >= 0 {
+		id = id[:j]
+	}
+	return id
 }
 
 // proxy runs one native passthrough exchange through
@@ -199,32 +261,35 @@ func passthroughURL(p *providerRuntime, in *url.URL) *url.URL {
 // first 64 KiB, exactly once in the whole body, and be allowed by one of
 // the grants that reach the provider. Anything else is a 403 (fail
 // closed). The body is read (up to the passthrough cap) and replayed.
-func checkPassthroughModel(r *http.Request, body *cappedBody, grants []*grant, provider string) (string, *apiError) {
-	denied := apierr.New(http.StatusForbidden, "permission_error", "model_not_allowed",
-		"this passthrough request names no model your group may use on provider \""+provider+"\"")
-	if isBinaryContentType(r.Header.Get("Content-Type")) {
-		return "", denied
+func checkPassthroughModel(c *call, body *cappedBody, grants []*grant, provider string) (string, *apiError) {
+	if isBinaryContentType(c.r.Header.Get("Content-Type")) {
+		return "", errPassthroughModelDenied(provider)
 	}
-	model, e := peekPassthroughModel(body)
+	model, e := peekPassthroughModel(c, body)
 	if e != nil {
 		return "", e
 	}
 	if model == "" || !anyGrantAllowsModel(grants, provider, model) {
-		return "", denied
+		return "", errPassthroughModelDenied(provider)
 	}
 	return model, nil
 }
 
-// peekPassthroughModel reads the whole body (up to the passthrough cap),
-// arranges for it to be replayed, and returns its single top-level
-// "model" ("" when there is none within the first 64 KiB, or two).
-func peekPassthroughModel(body *cappedBody) (string, *apiError) {
-	data, err := io.ReadAll(body)
-	if body.exceeded {
-		return "", errTooLarge(maxPassthroughRequestBytes)
+// peekPassthroughModel reads the whole body (up to the passthrough cap)
+// under a body-admission slot — so the memory such reads hold at once is
+// bounded by the slots × the cap — arranges for it to be replayed, and
+// returns its single top-level "model" ("" when there is none within the
+// first 64 KiB, or two).
+func peekPassthroughModel(c *call, body *cappedBody) (string, *apiError) {
+	select {
+	case c.g.admission.slots <- struct{}{}:
+	default:
+		return "", errBodyCapacity()
 	}
-	if err != nil {
-		return "", apierr.BadRequest("unreadable_body", "could not read the request body")
+	defer c.g.admission.release()
+	data, e := readPeekedBody(c, body)
+	if e != nil {
+		return "", e
 	}
 	body.r = bytes.NewReader(data)
 	body.remaining = maxPassthroughRequestBytes
@@ -234,6 +299,35 @@ func peekPassthroughModel(body *cappedBody) (string, *apiError) {
 		return "", nil
 	}
 	return model, nil
+}
+
+// readPeekedBody reads a passthrough body whole for the model check,
+// under the same per-64 KiB read deadline as a unified body (where the
+// host's writer can set one), so a stalled upload cannot keep its slot.
+func readPeekedBody(c *call, body *cappedBody) ([]byte, *apiError) {
+	stall := c.g.admission.stall
+	rc := http.NewResponseController(c.w)
+	var data []byte
+	var err error
+	timed := rc.SetReadDeadline(time.Now().Add(stall)) == nil
+	if timed {
+		data, _, err = readChunks(body, c.r.ContentLength, maxPassthroughRequestBytes, rc, stall)
+	} else {
+		data, err = io.ReadAll(body)
+	}
+	if err != nil && timed && isTimeout(err) {
+		return nil, errBodyStalled(stall) // the deadline stays expired (see readRequestBody)
+	}
+	if timed {
+		_ = rc.SetReadDeadline(time.Time{})
+	}
+	if body.exceeded {
+		return nil, errTooLarge(maxPassthroughRequestBytes)
+	}
+	if err != nil {
+		return nil, apierr.BadRequest("unreadable_body", "could not read the request body")
+	}
+	return data, nil
 }
 
 // singleTopLevelModel returns the body's top-level "model" string when the

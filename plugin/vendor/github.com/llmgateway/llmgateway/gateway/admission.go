@@ -111,7 +111,7 @@ func readRequestBody(w http.ResponseWriter, r *http.Request, limit int64, stall 
 	}
 	body, tooBig, err := readBodyChunks(r, limit, rc, stall)
 	if err != nil {
-		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		if isTimeout(err) {
 			// The deadline stays expired: before it answers, net/http
 			// would otherwise wait to discard the rest of the body from
 			// the stalled client. The connection closes after the 408.
@@ -153,7 +153,13 @@ func readBodyUntimed(r *http.Request, limit int64) ([]byte, *apiError) {
 // io.ReadFull), pushing the read deadline after each; tooBig over limit,
 // never a truncated body.
 func readBodyChunks(r *http.Request, limit int64, rc *http.ResponseController, stall time.Duration) ([]byte, bool, error) {
-	size := r.ContentLength
+	return readChunks(r.Body, r.ContentLength, limit, rc, stall)
+}
+
+// readChunks is readBodyChunks for any body of declared length declared
+// (-1 when unknown).
+func readChunks(body io.Reader, declared, limit int64, rc *http.ResponseController, stall time.Duration) ([]byte, bool, error) {
+	size := declared
 	if size < 0 {
 		size = limit + 1 // undeclared: read up to one byte past the cap
 	}
@@ -168,10 +174,10 @@ func readBodyChunks(r *http.Request, limit int64, rc *http.ResponseController, s
 			copy(grown, buf)
 			buf = grown
 		}
-		got, err := io.ReadFull(r.Body, buf[len(buf):len(buf)+int(n)])
+		got, err := io.ReadFull(body, buf[len(buf):len(buf)+int(n)])
 		buf = buf[:len(buf)+got]
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			if r.ContentLength >= 0 {
+			if declared >= 0 {
 				return nil, false, io.ErrUnexpectedEOF
 			}
 			break // an undeclared body ended
@@ -196,6 +202,14 @@ func initialBodyBuffer(size int64) int {
 		return int(size)
 	}
 	return bodyChunk
+}
+
+// isTimeout reports whether err (not nil) is a deadline's timeout. (A
+// type assertion on a nil interface panics under Yaegi: callers check
+// err first.)
+func isTimeout(err error) bool {
+	ne, ok := err.(net.Error)
+	return ok && ne.Timeout()
 }
 
 // errBodyStalled is the 408 of an upload that stopped making progress.

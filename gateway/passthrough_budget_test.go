@@ -1,0 +1,84 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestPassthroughGeminiPathModel: a Gemini passthrough path names its
+// model ("models/{id}:method"), and a model-restricted group is checked
+// against it: m2anywhere may call m2 on gem, not m3.
+func TestPassthroughGeminiPathModel(t *testing.T) {
+	up := newFakeUpstream(t, okJSON(`{"candidates":[]}`))
+	srv, _ := newTestGateway(t, passthroughConfig(up.URL, false), nil)
+	body := `{"contents":[{"parts":[{"text":"hi"}]}]}`
+	resp, got := send(t, srv.URL, testRequest{path: "/gem/v1beta/models/m2:generateContent", body: body, headers: bearer(ptMixedKey)})
+	if resp.StatusCode != 200 || got != `{"candidates":[]}` {
+		t.Fatalf("allowed path model: %d %s", resp.StatusCode, got)
+	}
+	resp, got = send(t, srv.URL, testRequest{path: "/gem/v1beta/models/m3:streamGenerateContent", body: body, headers: bearer(ptMixedKey)})
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(got, "model_not_allowed") {
+		t.Fatalf("denied path model: %d %s", resp.StatusCode, got)
+	}
+	for _, tc := range []struct{ rest, want string }{
+		{"v1beta/models/gemini-2.5-flash:generateContent", "gemini-2.5-flash"},
+		{"v1/models/m2", "m2"},
+		{"v1beta/tunedModels/x:generateContent", ""},
+		{"v1beta/files", ""},
+	} {
+		if got := pathModel(&providerRuntime{kind: providerGemini}, tc.rest); got != tc.want {
+			t.Errorf("pathModel(%q) = %q, want %q", tc.rest, got, tc.want)
+		}
+	}
+	if got := pathModel(&providerRuntime{kind: providerOpenAI}, "v1/models/m2"); got != "" {
+		t.Errorf("an openai path named a model: %q", got)
+	}
+}
+
+// TestPassthroughCostBudgetNeedsAModel: a caller with a cost budget is
+// never billed 0 on passthrough. A request that can spend tokens and
+// names no model is refused (402); a GET passes; a Gemini call is priced
+// by its path model and its cost lands in the caller's budget.
+func TestPassthroughCostBudgetNeedsAModel(t *testing.T) {
+	up := newFakeUpstream(t, okJSON(`{"candidates":[],"usageMetadata":{"promptTokenCount":1000000,"candidatesTokenCount":0}}`))
+	cfg := `{
+  "providers": {
+    "oai": {"type": "openai", "baseUrl": "` + up.URL + `", "apiKey": "k1", "models": ["m1"]},
+    "gem": {"type": "gemini", "baseUrl": "` + up.URL + `", "apiKey": "k2"}},
+  "pricing": {"gem/gm": {"inputPerM": 2, "outputPerM": 4}},
+  "groups": {"g": {"limits": {"costPerDayUSD": 100}}},
+  "users": {"inline": [{"name": "alice", "group": "g", "apiKey": "` + testAliceKey + `"}]}
+}`
+	g, srv, _ := serveTestGateway(t, cfg, nil, nil)
+	resp, got := send(t, srv.URL, testRequest{path: "/oai/v1/chat/completions", body: `{"messages":[]}`, headers: bearer(testAliceKey)})
+	if resp.StatusCode != http.StatusPaymentRequired || !strings.Contains(got, "cannot be priced") {
+		t.Fatalf("model-less POST: %d %s", resp.StatusCode, got)
+	}
+	up.mu.Lock()
+	n := len(up.requests)
+	up.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("the refused request reached the upstream (%d requests)", n)
+	}
+	resp, got = send(t, srv.URL, testRequest{method: "GET", path: "/oai/v1/models", headers: bearer(testAliceKey)})
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET: %d %s", resp.StatusCode, got)
+	}
+	resp, got = send(t, srv.URL, testRequest{path: "/gem/v1beta/models/gm:generateContent", body: `{"contents":[]}`, headers: bearer(testAliceKey)})
+	if resp.StatusCode != 200 {
+		t.Fatalf("Gemini path model: %d %s", resp.StatusCode, got)
+	}
+	b := bucketsAt(time.Now())
+	key := scopePrefix("group", "g") + "cost:day:" + b.day
+	_, vals, err := g.limiter.counters.Apply(context.Background(), nil, []string{key})
+	if err != nil || vals[0] != 2000000 { // 1M prompt tokens at $2/M = $2 = 2,000,000 micro-USD
+		t.Fatalf("cost accounted %v (%v), want 2000000 micro-USD", vals, err)
+	}
+	resp, got = send(t, srv.URL, testRequest{path: "/gem/v1beta/models/unpriced:generateContent", body: `{"contents":[]}`, headers: bearer(testAliceKey)})
+	if resp.StatusCode != http.StatusPaymentRequired || !strings.Contains(got, "model_unpriced") {
+		t.Fatalf("unpriced Gemini path model: %d %s", resp.StatusCode, got)
+	}
+}
