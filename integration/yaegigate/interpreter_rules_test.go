@@ -76,3 +76,34 @@ func longestUnnamed() int {
 	require.Equal(t, 3, unnamed, "unnamed results are fresh on every call")
 	require.Greater(t, named, 3, "Yaegi kept the named result of earlier calls (the reason for the core's no-named-results rule)")
 }
+
+// The core checks err != nil before a comma-ok type assertion of an
+// error to an interface (isTimeout in gateway/admission.go and
+// gateway/internal/store): under Yaegi v0.16.1 the assertion of a nil
+// interface panics ("reflect: call of reflect.Value.Type on zero Value")
+// where compiled Go yields ok == false. This records the behaviour: if a
+// future Yaegi handles it, this test fails and the guard can go.
+func TestYaegiNilInterfaceAssertionPanics(t *testing.T) {
+	i := interp.New(interp.Options{})
+	require.NoError(t, i.Use(stdlib.Symbols))
+	_, err := i.Eval(`
+import "net"
+
+func assertNil() bool {
+	var err error
+	_, ok := err.(net.Error)
+	return ok
+}
+`)
+	require.NoError(t, err)
+	v, err := i.Eval("assertNil")
+	require.NoError(t, err)
+	fn, ok := v.Interface().(func() bool)
+	require.True(t, ok)
+	panicked := func() (p bool) {
+		defer func() { p = recover() != nil }()
+		fn()
+		return false
+	}()
+	require.True(t, panicked, "Yaegi no longer panics on a comma-ok assertion of a nil interface")
+}
