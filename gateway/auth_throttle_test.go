@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// TestAuthThrottleWindows: the 20th failure in a UTC minute throttles
+// TestAuthThrottleWindows: the 60th failure in a UTC minute throttles
 // the address for the rest of that minute and the whole next one; other
 // addresses are not affected; the counted addresses are bounded.
 func TestAuthThrottleWindows(t *testing.T) {
@@ -24,7 +24,7 @@ func TestAuthThrottleWindows(t *testing.T) {
 		t.Fatal("throttled below the threshold")
 	}
 	if !th.failed("10.0.0.1") {
-		t.Fatal("the 20th failure did not throttle")
+		t.Fatal("the 60th failure did not throttle")
 	}
 	if blocked, after := th.blocked("10.0.0.1"); !blocked || after != 110 {
 		t.Fatalf("blocked %v, retry after %d s, want true and 110 (50 s of this minute + the next)", blocked, after)

@@ -24,7 +24,7 @@ import (
 const (
 	// authFailuresPerMinute failed authentications from one address in
 	// one UTC minute throttle it.
-	authFailuresPerMinute = 20
+	authFailuresPerMinute = 60
 	// authThrottleMaxAddresses bounds the addresses counted per minute;
 	// beyond it new addresses are not counted (memory stays bounded
 	// under a flood of distinct addresses).
