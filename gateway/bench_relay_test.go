@@ -7,8 +7,6 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"testing"
-
-	"github.com/llmgateway/llmgateway/gateway/internal/translate"
 )
 
 // BenchmarkRelaySSE500 relays a 500-event OpenAI stream verbatim, the
@@ -27,8 +25,7 @@ func BenchmarkRelaySSE500(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	for i := 0; i < b.N; i++ {
 		w := &discardFlusher{}
-		var u translate.Usage
-		res := relayEventStream(w, bytes.NewReader(data), maxUpstreamResponseBytes, openAIFormat.streamEndMark, openAIFormat.isStreamEnd, nil, &u)
+		res := relayEventStream(w, bytes.NewReader(data), maxUpstreamResponseBytes, openAIFormat.streamEndMark, openAIFormat.isStreamEnd, nil, &relayAccount{})
 		if !res.sawEnd || res.events != 501 {
 			b.Fatal("no [DONE]")
 		}
@@ -53,8 +50,7 @@ func BenchmarkRelaySSE500Trickled(b *testing.B) {
 		w.Body.Reset()
 		body := trickle(data)
 		b.StartTimer()
-		var u translate.Usage
-		res := relayEventStream(w, body, maxUpstreamResponseBytes, openAIFormat.streamEndMark, openAIFormat.isStreamEnd, nil, &u)
+		res := relayEventStream(w, body, maxUpstreamResponseBytes, openAIFormat.streamEndMark, openAIFormat.isStreamEnd, nil, &relayAccount{})
 		if !res.sawEnd || res.events != 501 {
 			b.Fatal("no [DONE]")
 		}
