@@ -103,14 +103,15 @@ func account(c *call, out *outcome) {
 	saveCached(c, out)
 }
 
-// estimateStream is the estimate of a stream without reported usage. A
-// stream that ended cleanly without it says the provider ignores
-// stream_options.include_usage (or reports usage no other way): that is
-// logged once per provider.
+// estimateStream is the estimate of a stream without reported usage. On
+// a unified route, a stream that ended cleanly without it says the
+// provider ignores stream_options.include_usage (or reports usage no
+// other way): that is logged once per provider. (On native passthrough
+// the client chose what to ask for.)
 func estimateStream(c *call, out *outcome) translate.Usage {
 	u := estimateUsage(out.requestBytes)
 	u.CompletionTokens = (out.contentBytes + 3) / 4
-	if out.err == nil {
+	if out.err == nil && c.route != passthroughRoute {
 		c.g.warnings.warnOnce("stream-usage:"+c.rec.provider, "provider %q: its streams report no usage; they are estimated "+
 			"(ceil(request bytes / 4) prompt, ceil(streamed text bytes / 4) completion tokens)", c.rec.provider)
 	}

@@ -332,3 +332,30 @@ func TestStreamTokenBudget(t *testing.T) {
 		}
 	})
 }
+
+// TestPassthroughStreamUsage: native passthrough relays the client's own
+// request (no usage asked for on its behalf); a stream without usage is
+// estimated by the same rule, never billed zero, and one with usage is
+// billed what it reports.
+func TestPassthroughStreamUsage(t *testing.T) {
+	up := newFakeUpstream(t, openAIUpstream(true))
+	base, feed, logs := streamRecords(t, passthroughConfig(up.URL, false))
+	req := `{"model":"m1","stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	status, _, body := do(t, "POST", base+"/oai/v1/chat/completions", ptAllKey, req)
+	if status != 200 || body != openAIStream(usageTestChunks, false, "") || string(up.last(t).body) != req {
+		t.Fatalf("%d %s (upstream got %s)", status, body, up.last(t).body)
+	}
+	if u := feed.next(t).usage; !u.Estimated || u.PromptTokens != int64((len(req)+3)/4) || u.CompletionTokens != (usageTestTextBytes+3)/4 {
+		t.Fatalf("passthrough stream accounted %+v", u)
+	}
+	asked := `{"model":"m1","stream":true,"stream_options":{"include_usage":true}}`
+	if status, _, body := do(t, "POST", base+"/oai/v1/chat/completions", ptAllKey, asked); status != 200 || body != openAIStream(usageTestChunks, true, usageTestUsage) {
+		t.Fatalf("%d %s", status, body)
+	}
+	if u := feed.next(t).usage; u != (translate.Usage{PromptTokens: 11, CompletionTokens: 7, Reported: true}) {
+		t.Fatalf("passthrough stream with usage accounted %+v", u)
+	}
+	if strings.Contains(logs.String(), "report no usage") {
+		t.Fatalf("passthrough blamed the provider:\n%s", logs.String())
+	}
+}
