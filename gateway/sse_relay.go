@@ -114,10 +114,13 @@ func relayEventStream(w http.ResponseWriter, body io.Reader, limit int64, endMar
 			if field {
 				res.events++
 				if count {
-					// The text's closing quote is the first '"' after the
-					// key's, unless an escape precedes it (endOfString then).
+					// The needle skips the key's opening quote: '"' is in
+					// every key, 'c' much rarer, so bytes.Index has fewer
+					// false starts. The text's closing quote is the first '"'
+					// after the key's, unless an escape precedes it
+					// (endOfString then).
 					q := 0
-					if k := bytes.Index(raw, contentKey) + len(contentKey); k >= len(contentKey) {
+					if k := bytes.Index(raw, contentKey[1:]) + len(contentKey) - 1; k >= len(contentKey) && raw[k-len(contentKey)] == '"' {
 						q = bytes.IndexByte(raw[k:], '"')
 						if q > 0 && raw[k+q-1] == '\\' {
 							q = endOfString(raw, k-1) - k
@@ -176,10 +179,15 @@ func dropUsageNull(raw []byte) []byte {
 	return raw[:len(raw)-len(usageNull)-1]
 }
 
-// otherTextLen is the length of an event's tool-call arguments or
-// reasoning text, for an event without (or with an empty) "content"
-// string; 0 when it has none.
+// otherTextLen is the length of an event's text when the fast look did
+// not find a non-empty "content" string first: the content string, else
+// the tool-call arguments or reasoning text; 0 when it has none.
 func otherTextLen(raw []byte) int {
+	if k := bytes.Index(raw, contentKey) + len(contentKey); k >= len(contentKey) {
+		if q := endOfString(raw, k-1) - k; q > 0 {
+			return q
+		}
+	}
 	keys := otherTextKeys
 	for i := 0; i < len(keys); i++ {
 		if k := bytes.Index(raw, keys[i]) + len(keys[i]); k >= len(keys[i]) {

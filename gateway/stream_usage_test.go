@@ -184,6 +184,7 @@ func TestRelayCountsText(t *testing.T) {
 		{`{"choices":[{"delta":{"reasoning":"hmm"}}]}`, 3},
 		{`{"choices":[{"delta":{"content":"","reasoning":"hmm"}}]}`, 3},
 		{`{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"{}"}}]}}]}`, 2},
+		{`{"choices":[{"delta":{"reasoning_content":"x","content":"yy"}}]}`, 2},
 		{`{"choices":[{"delta":{}}]}`, 0},
 	}
 	for _, tc := range cases {
