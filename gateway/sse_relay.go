@@ -131,8 +131,11 @@ func relayEventStream(w http.ResponseWriter, body io.Reader, limit int64, endMar
 					}
 					acct.content += int64(q)
 				}
+				if mayNull {
+					raw = dropUsageNull(raw)
+				}
 				if onEvent != nil || mayEnd && (endMark == nil || bytes.Contains(raw, endMark)) ||
-					mayUsage && bytes.Contains(raw, usageMark) && translate.MayHoldUsage(raw) {
+					mayUsage && bytes.Contains(raw, usageMark) && !onlyNullUsage(raw) && translate.MayHoldUsage(raw) {
 					ev := sse.ParseEvent(raw)
 					if mayEnd && isEnd(ev) {
 						res.sawEnd = true
@@ -146,9 +149,6 @@ func relayEventStream(w http.ResponseWriter, body io.Reader, limit int64, endMar
 					if onEvent != nil {
 						onEvent(ev)
 					}
-				}
-				if mayNull {
-					raw = dropUsageNull(raw)
 				}
 			}
 			if _, werr := w.Write(raw); werr != nil {
@@ -177,6 +177,17 @@ func dropUsageNull(raw []byte) []byte {
 	}
 	copy(raw[k-1:], raw[k+len(usageNull):])
 	return raw[:len(raw)-len(usageNull)-1]
+}
+
+// onlyNullUsage says an event's one usage mark is the "usage":null that
+// closes it (every chunk of an include_usage stream but the usage chunk):
+// two compiled calls instead of MayHoldUsage's interpreted scan.
+func onlyNullUsage(raw []byte) bool {
+	if bytes.Count(raw, usageMark) != 1 {
+		return false
+	}
+	k := bytes.LastIndex(raw, usageNull) + len(usageNull)
+	return k >= len(usageNull) && raw[k] == '}' && len(raw)-k <= 5
 }
 
 // otherTextLen is the length of an event's text when the fast look did
