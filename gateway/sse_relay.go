@@ -126,7 +126,7 @@ func relayEventStream(w http.ResponseWriter, body io.Reader, limit int64, endMar
 							q = endOfString(raw, k-1) - k
 						}
 					}
-					if q <= 0 {
+					if q <= 0 && (bytes.Contains(raw, argumentsMark) || bytes.Contains(raw, reasoningMark)) {
 						q = otherTextLen(raw)
 					}
 					acct.content += int64(q)
@@ -191,8 +191,9 @@ func onlyNullUsage(raw []byte) bool {
 }
 
 // otherTextLen is the length of an event's text when the fast look did
-// not find a non-empty "content" string first: the content string, else
-// the tool-call arguments or reasoning text; 0 when it has none.
+// not find a non-empty "content" string first and the event holds
+// argumentsMark or reasoningMark: the content string, else the tool-call
+// arguments or reasoning text; 0 when it has none.
 func otherTextLen(raw []byte) int {
 	if k := bytes.Index(raw, contentKey) + len(contentKey); k >= len(contentKey) {
 		if q := endOfString(raw, k-1) - k; q > 0 {
@@ -213,6 +214,11 @@ var (
 	// tool call's arguments and the two spellings of reasoning text.
 	contentKey    = []byte(`"content":"`)
 	otherTextKeys = [][]byte{[]byte(`"arguments":"`), []byte(`"reasoning_content":"`), []byte(`"reasoning":"`)}
+	// argumentsMark and reasoningMark gate otherTextLen: an event
+	// without either (the role, finish and usage chunks, [DONE]) costs
+	// two compiled calls, not a call of ours.
+	argumentsMark = []byte(`"arguments"`)
+	reasoningMark = []byte(`"reasoning`)
 	// usageNull is in every chunk of an include_usage stream but the
 	// usage chunk; emptyChoices marks the usage chunk.
 	usageNull    = []byte(`"usage":null`)
