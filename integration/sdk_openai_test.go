@@ -398,6 +398,6 @@ func TestSDKStreamTokenBudgetThroughBinary(t *testing.T) {
 	var apiErr *openai.Error
 	require.True(t, errors.As(err, &apiErr), "4th stream: %v", err)
 	assert.Equal(t, http.StatusTooManyRequests, apiErr.StatusCode)
-	assert.Contains(t, apiErr.Error(), "tokensPerDay")
+	assert.Contains(t, apiErr.Message, "tokensPerDay")
 	assert.Equal(t, 3, countTo(mock, "POST", "/v1/chat/completions"))
 }
