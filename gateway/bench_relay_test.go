@@ -7,8 +7,6 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"testing"
-
-	"github.com/llmgateway/llmgateway/gateway/internal/translate"
 )
 
 // BenchmarkRelaySSE500 relays a 500-event OpenAI stream verbatim, the
@@ -27,8 +25,7 @@ func BenchmarkRelaySSE500(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	for i := 0; i < b.N; i++ {
 		w := &discardFlusher{}
-		var u translate.Usage
-		res := relayEventStream(w, bytes.NewReader(data), maxUpstreamResponseBytes, openAIFormat.streamEndMark, openAIFormat.isStreamEnd, nil, &u)
+		res := relayEventStream(w, bytes.NewReader(data), maxUpstreamResponseBytes, openAIFormat.streamEndMark, openAIFormat.isStreamEnd, nil, &relayAccount{})
 		if !res.sawEnd || res.events != 501 {
 			b.Fatal("no [DONE]")
 		}
@@ -53,11 +50,75 @@ func BenchmarkRelaySSE500Trickled(b *testing.B) {
 		w.Body.Reset()
 		body := trickle(data)
 		b.StartTimer()
-		var u translate.Usage
-		res := relayEventStream(w, body, maxUpstreamResponseBytes, openAIFormat.streamEndMark, openAIFormat.isStreamEnd, nil, &u)
+		res := relayEventStream(w, body, maxUpstreamResponseBytes, openAIFormat.streamEndMark, openAIFormat.isStreamEnd, nil, &relayAccount{})
 		if !res.sawEnd || res.events != 501 {
 			b.Fatal("no [DONE]")
 		}
+	}
+}
+
+// relayUsageStream is the 500-event stream of BenchmarkRelaySSE500 as
+// OpenAI sends it with stream_options.include_usage: "usage":null in
+// every chunk, and the usage chunk.
+func relayUsageStream() []byte {
+	var in bytes.Buffer
+	for i := 0; i < 500; i++ {
+		in.WriteString("data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"token" + strconv.Itoa(i) + " \"},\"finish_reason\":null}],\"usage\":null}\n\n")
+	}
+	in.WriteString("data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":500,\"total_tokens\":509}}\n\n")
+	in.WriteString("data: [DONE]\n\n")
+	return in.Bytes()
+}
+
+// BenchmarkRelaySSE500Usage relays the include_usage stream to a client
+// that asked for it (verbatim), and, Stripped, to one that did not (the
+// gateway asked: the usage chunk and every "usage":null go).
+func BenchmarkRelaySSE500Usage(b *testing.B) {
+	for _, strip := range []bool{false, true} {
+		name := "Verbatim"
+		if strip {
+			name = "Stripped"
+		}
+		b.Run(name, func(b *testing.B) {
+			data := relayUsageStream()
+			b.ReportAllocs()
+			b.SetBytes(int64(len(data)))
+			for i := 0; i < b.N; i++ {
+				acct := &relayAccount{strip: strip}
+				res := relayEventStream(&discardFlusher{}, bytes.NewReader(data), maxUpstreamResponseBytes, openAIFormat.streamEndMark, openAIFormat.isStreamEnd, nil, acct)
+				if !res.sawEnd || !acct.usage.Reported {
+					b.Fatal("no [DONE] or no usage")
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkRelaySSE500UsageTrickled is BenchmarkRelaySSE500Usage with
+// one event per Read.
+func BenchmarkRelaySSE500UsageTrickled(b *testing.B) {
+	for _, strip := range []bool{false, true} {
+		name := "Verbatim"
+		if strip {
+			name = "Stripped"
+		}
+		b.Run(name, func(b *testing.B) {
+			data := relayUsageStream()
+			b.ReportAllocs()
+			b.SetBytes(int64(len(data)))
+			w := httptest.NewRecorder()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				w.Body.Reset()
+				body := trickle(data)
+				b.StartTimer()
+				acct := &relayAccount{strip: strip}
+				res := relayEventStream(w, body, maxUpstreamResponseBytes, openAIFormat.streamEndMark, openAIFormat.isStreamEnd, nil, acct)
+				if !res.sawEnd || !acct.usage.Reported {
+					b.Fatal("no [DONE] or no usage")
+				}
+			}
+		})
 	}
 }
 

@@ -46,6 +46,20 @@ var benchEvents = func() [][]byte {
 	return out
 }()
 
+// benchEventsUsage is benchEvents as OpenAI sends them with
+// stream_options.include_usage: "usage":null in every chunk, and a
+// usage-only chunk before [DONE].
+var benchEventsUsage = func() [][]byte {
+	var out [][]byte
+	for _, e := range benchEvents[:len(benchEvents)-1] {
+		out = append(out, append(append([]byte(nil), e[:len(e)-3]...), `,"usage":null}`+"\n\n"...))
+	}
+	out = append(out, []byte(`data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1735689600,"model":"bench-model","choices":[],"usage":{"prompt_tokens":180,"completion_tokens":6,"total_tokens":186}}`+"\n\n"))
+	return append(out, benchEvents[len(benchEvents)-1])
+}()
+
+var benchStreamUsageBody = bytes.Replace(benchStreamBody, []byte(`"stream":true,`), []byte(`"stream":true,"stream_options":{"include_usage":true},`), 1)
+
 // newBenchUpstream answers chat completions, streamed (flushing after each
 // event) or not, after draining the request body.
 func newBenchUpstream(b *testing.B) *httptest.Server {
@@ -63,7 +77,11 @@ func newBenchUpstream(b *testing.B) *httptest.Server {
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
 		flusher, _ := w.(http.Flusher)
-		for _, e := range benchEvents {
+		events := benchEvents
+		if bytes.Contains(body, []byte(`"include_usage":true`)) {
+			events = benchEventsUsage
+		}
+		for _, e := range events {
 			_, _ = w.Write(e)
 			if flusher != nil {
 				flusher.Flush()
@@ -144,11 +162,18 @@ func BenchmarkChatNonStreaming(b *testing.B) {
 	})
 }
 
-// BenchmarkChatStreaming measures one streamed chat request (7 SSE events).
+// BenchmarkChatStreaming measures one streamed chat request (7 SSE
+// events) to an upstream that, like OpenAI, adds usage when asked for it:
+// "gateway" is a client that did not ask (the gateway asks, and takes it
+// out of the client's stream), "gateway-usage" one that did.
 func BenchmarkChatStreaming(b *testing.B) {
 	upstream := newBenchUpstream(b)
 	b.Run("gateway", func(b *testing.B) {
 		runBench(b, benchHandler(newBenchGateway(b, upstream.URL)), benchStreamBody, "data: [DONE]\n\n")
+	})
+	// The client asked for usage: relayed verbatim, usage chunk included.
+	b.Run("gateway-usage", func(b *testing.B) {
+		runBench(b, benchHandler(newBenchGateway(b, upstream.URL)), benchStreamUsageBody, "data: [DONE]\n\n")
 	})
 	b.Run("reverseproxy", func(b *testing.B) {
 		runBench(b, newBenchReverseProxy(b, upstream.URL), benchStreamBody, "data: [DONE]\n\n")

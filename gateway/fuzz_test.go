@@ -466,7 +466,7 @@ func sameAsExact(t *testing.T, body []byte, req *jsonRequest, e *apiError) {
 	}
 	got, want := *req, *exact
 	got.maxTokensKeyStart, got.maxTokensKeyEnd, want.maxTokensKeyStart, want.maxTokensKeyEnd = 0, 0, 0, 0
-	if got.model != want.model || got.modelStart != want.modelStart || got.modelEnd != want.modelEnd ||
+	if got.model != want.model || got.hasStreamOptions != want.hasStreamOptions || got.modelStart != want.modelStart || got.modelEnd != want.modelEnd ||
 		got.stream != want.stream || got.includeUsage != want.includeUsage || got.hasMaxTokens != want.hasMaxTokens ||
 		got.hasMaxCompletionTokens != want.hasMaxCompletionTokens || got.maxOutputTokens != want.maxOutputTokens {
 		t.Fatalf("fast path read %+v, exact %+v, for %q", got, want, body)

@@ -20,8 +20,14 @@ type jsonRequest struct {
 	modelEnd   int
 	// stream is true when the top-level "stream" is the literal true.
 	stream bool
-	// includeUsage is stream_options.include_usage.
-	includeUsage bool
+	// includeUsage is stream_options.include_usage; hasStreamOptions
+	// notes a top-level "stream_options" key, whatever its value, and
+	// streamOptionsStart/End is the byte span of that value (located by
+	// parseJSONRequestExact only; -1 otherwise).
+	includeUsage       bool
+	hasStreamOptions   bool
+	streamOptionsStart int
+	streamOptionsEnd   int
 	// hasMaxTokens notes a top-level "max_tokens"; maxTokensKey is the
 	// byte span of that key (with its quotes), or -1 when not located
 	// (the fast path leaves it to forOpenAI, the one reader);
@@ -80,9 +86,10 @@ func parseJSONRequest(body []byte) (*jsonRequest, *apiError) {
 	if start+len(raw) > len(body) || !bytes.Equal(body[start:start+len(raw)], raw) {
 		return parseJSONRequestExact(body)
 	}
-	req := &jsonRequest{raw: body, model: model, modelStart: start, modelEnd: start + len(raw), maxTokensKeyStart: -1}
+	req := &jsonRequest{raw: body, model: model, modelStart: start, modelEnd: start + len(raw), maxTokensKeyStart: -1, streamOptionsStart: -1}
 	req.stream = string(top["stream"]) == "true"
-	if opts := top["stream_options"]; opts != nil {
+	if opts, ok := top["stream_options"]; ok {
+		req.hasStreamOptions = true
 		req.includeUsage = includeUsage(opts)
 	}
 	if v, ok := top["max_completion_tokens"]; ok {
@@ -132,7 +139,7 @@ func parseJSONRequestExact(body []byte) (*jsonRequest, *apiError) {
 	if i >= len(body) || body[i] != '{' {
 		return nil, apierr.BadRequest("invalid_json", "request body must be a JSON object")
 	}
-	req := &jsonRequest{raw: body, modelStart: -1, maxTokensKeyStart: -1}
+	req := &jsonRequest{raw: body, modelStart: -1, maxTokensKeyStart: -1, streamOptionsStart: -1}
 	i = skipSpace(body, i+1)
 	for i < len(body) && body[i] != '}' {
 		keyEnd := endOfString(body, i)
@@ -148,6 +155,9 @@ func parseJSONRequestExact(body []byte) (*jsonRequest, *apiError) {
 			}
 			_ = json.Unmarshal(body[valueStart:valueEnd], &opts)
 			req.includeUsage = opts.IncludeUsage
+			req.hasStreamOptions = true
+			req.streamOptionsStart = valueStart
+			req.streamOptionsEnd = valueEnd
 		case "max_tokens":
 			req.hasMaxTokens = true
 			req.maxTokensKeyStart, req.maxTokensKeyEnd = i, keyEnd+1
@@ -257,6 +267,54 @@ func renameMaxTokens(j *jsonRequest, model string) []byte {
 	out = append(out, j.raw[j.modelEnd:j.maxTokensKeyStart]...)
 	out = append(out, key...)
 	return append(out, j.raw[j.maxTokensKeyEnd:]...)
+}
+
+// streamUsageOption is what a streaming request without stream_options
+// gets, before its object's closing brace.
+var streamUsageOption = []byte(`,"stream_options":{"include_usage":true}`)
+
+// withStreamUsage returns body, j's body as prepared for an openai-type
+// upstream (forOpenAI), asking for usage in its stream
+// (stream_options.include_usage: true). Without a stream_options key the
+// member is inserted before the final '}' and every other byte is kept;
+// an existing stream_options is re-encoded with include_usage set
+// (setIncludeUsage).
+func withStreamUsage(j *jsonRequest, body []byte) []byte {
+	if j.hasStreamOptions {
+		return setIncludeUsage(body)
+	}
+	end := bytes.LastIndexByte(body, '}')
+	if end < 0 {
+		return body
+	}
+	out := make([]byte, 0, len(body)+len(streamUsageOption))
+	out = append(out, body[:end]...)
+	out = append(out, streamUsageOption...)
+	return append(out, body[end:]...)
+}
+
+// setIncludeUsage is withStreamUsage for a body with a stream_options
+// key: only that value is rewritten, re-encoded as an object (its keys
+// sorted) with include_usage true; a value that is not an object becomes
+// {"include_usage":true}.
+func setIncludeUsage(body []byte) []byte {
+	exact, e := parseJSONRequestExact(body)
+	if e != nil || exact.streamOptionsStart < 0 {
+		return body
+	}
+	var opts map[string]json.RawMessage
+	if json.Unmarshal(body[exact.streamOptionsStart:exact.streamOptionsEnd], &opts) != nil || opts == nil {
+		opts = map[string]json.RawMessage{}
+	}
+	opts["include_usage"] = json.RawMessage("true")
+	enc, err := json.Marshal(opts)
+	if err != nil {
+		return body
+	}
+	out := make([]byte, 0, len(body)+len(enc))
+	out = append(out, body[:exact.streamOptionsStart]...)
+	out = append(out, enc...)
+	return append(out, body[exact.streamOptionsEnd:]...)
 }
 
 // isReasoningModel names OpenAI's reasoning families, which take

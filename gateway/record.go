@@ -77,9 +77,11 @@ func noteWrite(r *requestRecord, status int) {
 }
 
 // account is the account stage: the one place usage is settled. A
-// priced route's successful answer read whole without reported usage is
-// estimated (ceil(request bytes / 4) prompt tokens); a stream without
-// usage counts no tokens; unpriced routes (media) are request-counted
+// priced route's answer without reported usage is estimated: a
+// successful answer read whole as ceil(request bytes / 4) prompt tokens;
+// a stream that started (whether it ended cleanly, was cut, or the
+// client left) as that plus ceil(streamed text bytes / 4) completion
+// tokens (estimateStream). Unpriced routes (media) are request-counted
 // only. The tokens and cost go to every scope of the request in one
 // store round trip, and a cacheable answer is saved.
 func account(c *call, out *outcome) {
@@ -90,12 +92,30 @@ func account(c *call, out *outcome) {
 	switch {
 	case !c.route.priced:
 		u = translate.Usage{}
-	case !u.Reported && !out.streamed && out.err == nil && out.status >= 200 && out.status <= 299:
+	case u.Reported || out.status < 200 || out.status > 299:
+	case out.streamed:
+		u = estimateStream(c, out)
+	case out.err == nil:
 		u = estimateUsage(out.requestBytes)
 	}
 	c.rec.usage = u
 	accountUsage(c.g, c.user, c.rec.provider, c.rec.model, u)
 	saveCached(c, out)
+}
+
+// estimateStream is the estimate of a stream without reported usage. On
+// a unified route, a stream that ended cleanly without it says the
+// provider ignores stream_options.include_usage (or reports usage no
+// other way): that is logged once per provider. (On native passthrough
+// the client chose what to ask for.)
+func estimateStream(c *call, out *outcome) translate.Usage {
+	u := estimateUsage(out.requestBytes)
+	u.CompletionTokens = (out.contentBytes + 3) / 4
+	if out.err == nil && c.route != passthroughRoute {
+		c.g.warnings.warnOnce("stream-usage:"+c.rec.provider, "provider %q: its streams report no usage; they are estimated "+
+			"(ceil(request bytes / 4) prompt, ceil(streamed text bytes / 4) completion tokens)", c.rec.provider)
+	}
+	return u
 }
 
 // finish is the record stage: it completes the request record and hands
@@ -124,7 +144,7 @@ func accountUsage(g *Gateway, user *userRuntime, provider, model string, u trans
 	g.limiter.account(context.Background(), user.scopes, u, costOf(g, provider, model, u))
 }
 
-// estimateUsage is the fallback for an answer read whole without usage:
+// estimateUsage is the fallback for an answer without usage:
 // ceil(request bytes / 4) prompt tokens.
 func estimateUsage(requestBytes int) translate.Usage {
 	return translate.Usage{PromptTokens: int64((requestBytes + 3) / 4), Estimated: true}

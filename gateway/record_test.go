@@ -154,7 +154,9 @@ func TestRequestRecord(t *testing.T) {
 		}
 		checkRecord(t, feed.next(t), requestRecord{route: "chat/completions", format: "openai", user: "alice", groups: []string{"all"},
 			requestedModel: "m1", provider: "mock", model: "m1", stream: true, statusCode: 200,
-			errorCode: "upstream_stream_truncated", errorClass: "truncated", attempts: 1})
+			errorCode: "upstream_stream_truncated", errorClass: "truncated", attempts: 1,
+			// Estimated: 28 request bytes, 1 byte of text relayed.
+			usage: translate.Usage{PromptTokens: 7, CompletionTokens: 1, Estimated: true}})
 	})
 	t.Run("stream_with_usage", func(t *testing.T) {
 		up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {

@@ -39,6 +39,24 @@ func relaySSE(w http.ResponseWriter, body io.Reader, limit int64, isEnd func(sse
 	return relayEventStream(w, body, limit, nil, isEnd, onEvent, nil)
 }
 
+// relayAccount is what a relay of an openai-type stream reads for the
+// account stage, and how it treats the stream's usage
+// (relayEventStream's acct).
+type relayAccount struct {
+	usage translate.Usage
+	// content is the bytes of the text the client was sent: each event's
+	// first "content" string (or, when that is absent or empty, its tool
+	// call "arguments" or "reasoning_content"/"reasoning" string),
+	// counted as sent, JSON escapes included. It is the completion
+	// estimate of a stream that reports no usage.
+	content int64
+	// strip: the gateway added stream_options.include_usage, so the
+	// client gets the stream it asked for: the usage-only chunk (with
+	// "choices":[]) is read and dropped, and the "usage":null member of
+	// every other chunk is removed.
+	strip bool
+}
+
 // relayEventStream is relaySSE made cheap for the interpreter, which
 // runs the core inside Traefik at 10–100× the cost of compiled code for
 // every loop turn, call and struct of ours, but runs the standard
@@ -46,14 +64,19 @@ func relaySSE(w http.ResponseWriter, body io.Reader, limit int64, isEnd func(sse
 // single run of complete events (sse.Reader.Events), cuts it into events
 // with bytes.Index, and looks inside an event only when a compiled
 // bytes.Contains says it may matter: isEnd sees only the events holding
-// endMark (every event when endMark is nil), and an event holding
-// usageMark has its usage merged into *usage (when usage is not nil).
-// Every event is still written and flushed on its own, as it was read.
-func relayEventStream(w http.ResponseWriter, body io.Reader, limit int64, endMark []byte, isEnd func(sse.Event) bool, onEvent func(sse.Event), usage *translate.Usage) sseRelayResult {
+// endMark (every event when endMark is nil), and, when acct is not nil,
+// an event holding usageMark has its usage merged into acct.usage, each
+// event's text is counted into acct.content with one bytes.Index and one
+// bytes.IndexByte, and with acct.strip the usage the gateway asked for is
+// taken out of what the client sees (only runs holding usageNull pay for
+// that). Every event is still written and flushed on its own, as it was
+// read.
+func relayEventStream(w http.ResponseWriter, body io.Reader, limit int64, endMark []byte, isEnd func(sse.Event) bool, onEvent func(sse.Event), acct *relayAccount) sseRelayResult {
 	var res sseRelayResult
 	flusher, _ := w.(http.Flusher)
 	rd := sse.NewReader(body, limit)
 	rd.Verbatim = true
+	count := acct != nil
 	for {
 		run, err := rd.Events()
 		if err != nil {
@@ -70,7 +93,8 @@ func relayEventStream(w http.ResponseWriter, body io.Reader, limit int64, endMar
 		// from each of its events.
 		lfOnly := bytes.IndexByte(run, '\r') < 0
 		mayEnd := isEnd != nil && (endMark == nil || bytes.Contains(run, endMark))
-		mayUsage := usage != nil && bytes.Contains(run, usageMark)
+		mayUsage := count && bytes.Contains(run, usageMark)
+		mayNull := mayUsage && acct.strip && bytes.Contains(run, usageNull)
 		for len(run) > 0 {
 			n := 0
 			if lfOnly && run[0] != '\n' {
@@ -89,14 +113,38 @@ func relayEventStream(w http.ResponseWriter, body io.Reader, limit int64, endMar
 			}
 			if field {
 				res.events++
+				if count {
+					// The needle skips the key's opening quote: '"' is in
+					// every key, 'c' much rarer, so bytes.Index has fewer
+					// false starts. The text's closing quote is the first '"'
+					// after the key's, unless an escape precedes it
+					// (endOfString then).
+					q := 0
+					if k := bytes.Index(raw, contentKey[1:]) + len(contentKey) - 1; k >= len(contentKey) && raw[k-len(contentKey)] == '"' {
+						q = bytes.IndexByte(raw[k:], '"')
+						if q > 0 && raw[k+q-1] == '\\' {
+							q = endOfString(raw, k-1) - k
+						}
+					}
+					if q <= 0 && (bytes.Contains(raw, argumentsMark) || bytes.Contains(raw, reasoningMark)) {
+						q = otherTextLen(raw)
+					}
+					acct.content += int64(q)
+				}
+				if mayNull {
+					raw = dropUsageNull(raw)
+				}
 				if onEvent != nil || mayEnd && (endMark == nil || bytes.Contains(raw, endMark)) ||
-					mayUsage && bytes.Contains(raw, usageMark) && translate.MayHoldUsage(raw) {
+					mayUsage && bytes.Contains(raw, usageMark) && !onlyNullUsage(raw) && translate.MayHoldUsage(raw) {
 					ev := sse.ParseEvent(raw)
 					if mayEnd && isEnd(ev) {
 						res.sawEnd = true
 					}
 					if mayUsage {
-						translate.UsageFromJSON(ev.Data, usage)
+						translate.UsageFromJSON(ev.Data, &acct.usage)
+						if acct.strip && bytes.Contains(ev.Data, emptyChoices) && translate.MayHoldUsage(ev.Data) {
+							continue // the usage-only chunk the client did not ask for
+						}
 					}
 					if onEvent != nil {
 						onEvent(ev)
@@ -114,6 +162,68 @@ func relayEventStream(w http.ResponseWriter, body io.Reader, limit int64, endMar
 		}
 	}
 }
+
+// dropUsageNull removes the top-level ,"usage":null member OpenAI puts
+// last in every chunk of a stream with include_usage, in place (the run
+// is the relay's until the next read). A chunk that has it anywhere else
+// is left as it is.
+func dropUsageNull(raw []byte) []byte {
+	k := bytes.LastIndex(raw, usageNull)
+	if k < 1 || raw[k-1] != ',' || raw[k+len(usageNull)] != '}' {
+		return raw
+	}
+	if c := raw[k+len(usageNull)+1]; c != '\n' && c != '\r' {
+		return raw
+	}
+	copy(raw[k-1:], raw[k+len(usageNull):])
+	return raw[:len(raw)-len(usageNull)-1]
+}
+
+// onlyNullUsage says an event's one usage mark is the "usage":null that
+// closes it (every chunk of an include_usage stream but the usage chunk):
+// two compiled calls instead of MayHoldUsage's interpreted scan.
+func onlyNullUsage(raw []byte) bool {
+	if bytes.Count(raw, usageMark) != 1 {
+		return false
+	}
+	k := bytes.LastIndex(raw, usageNull) + len(usageNull)
+	return k >= len(usageNull) && raw[k] == '}' && len(raw)-k <= 5
+}
+
+// otherTextLen is the length of an event's text when the fast look did
+// not find a non-empty "content" string first and the event holds
+// argumentsMark or reasoningMark: the content string, else the tool-call
+// arguments or reasoning text; 0 when it has none.
+func otherTextLen(raw []byte) int {
+	if k := bytes.Index(raw, contentKey) + len(contentKey); k >= len(contentKey) {
+		if q := endOfString(raw, k-1) - k; q > 0 {
+			return q
+		}
+	}
+	keys := otherTextKeys
+	for i := 0; i < len(keys); i++ {
+		if k := bytes.Index(raw, keys[i]) + len(keys[i]); k >= len(keys[i]) {
+			return endOfString(raw, k-1) - k
+		}
+	}
+	return 0
+}
+
+var (
+	// contentKey starts a chunk's delta text; the other keys start a
+	// tool call's arguments and the two spellings of reasoning text.
+	contentKey    = []byte(`"content":"`)
+	otherTextKeys = [][]byte{[]byte(`"arguments":"`), []byte(`"reasoning_content":"`), []byte(`"reasoning":"`)}
+	// argumentsMark and reasoningMark gate otherTextLen: an event
+	// without either (the role, finish and usage chunks, [DONE]) costs
+	// two compiled calls, not a call of ours.
+	argumentsMark = []byte(`"arguments"`)
+	reasoningMark = []byte(`"reasoning`)
+	// usageNull is in every chunk of an include_usage stream but the
+	// usage chunk; emptyChoices marks the usage chunk.
+	usageNull    = []byte(`"usage":null`)
+	emptyChoices = []byte(`"choices":[]`)
+)
 
 // lf2 ends an event: a line's "\n", then the blank line.
 var lf2 = []byte("\n\n")

@@ -26,13 +26,15 @@ func FuzzRelayGatedMatchesUngated(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var uAll, uGated translate.Usage
+		var uAll translate.Usage
+		gatedAcct := &relayAccount{}
 		all := &flushRecorder{ResponseRecorder: httptest.NewRecorder()}
 		resAll := relaySSE(all, bytes.NewReader(data), 1<<20, openAIFormat.isStreamEnd, func(ev sse.Event) {
 			translate.UsageFromJSON(ev.Data, &uAll)
 		})
 		gated := &flushRecorder{ResponseRecorder: httptest.NewRecorder()}
-		resGated := relayEventStream(gated, bytes.NewReader(data), 1<<20, openAIFormat.streamEndMark, openAIFormat.isStreamEnd, nil, &uGated)
+		resGated := relayEventStream(gated, bytes.NewReader(data), 1<<20, openAIFormat.streamEndMark, openAIFormat.isStreamEnd, nil, gatedAcct)
+		uGated := gatedAcct.usage
 		if resAll != resGated || uAll != uGated || !bytes.Equal(all.Body.Bytes(), gated.Body.Bytes()) {
 			t.Fatalf("in %q:\n every event: %+v %+v %q\n gated:       %+v %+v %q", data, resAll, uAll, all.Body.Bytes(), resGated, uGated, gated.Body.Bytes())
 		}

@@ -35,22 +35,27 @@ func TestUsageSnifferPieces(t *testing.T) {
 		name string
 		in   string
 		want translate.Usage
+		text int64
 	}{
 		{"anthropic", "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":5,\"cache_read_input_tokens\":5,\"output_tokens\":1}}}\n\n" +
 			": ping\n\nevent: content_block_delta\ndata: {\"delta\":{\"text\":\"usage\"}}\n\n" +
 			"event: message_delta\r\ndata: {\"type\":\"message_delta\",\r\ndata: \"usage\":{\"output_tokens\":30}}\r\n\r\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
-			translate.Usage{PromptTokens: 10, CompletionTokens: 30, CacheReadTokens: 5, Reported: true}},
+			translate.Usage{PromptTokens: 10, CompletionTokens: 30, CacheReadTokens: 5, Reported: true}, 5},
 		{"openai", "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}],\"usage\":null}\n\n\n" +
 			"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":3}}\n\ndata: [DONE]\n\n",
-			translate.Usage{PromptTokens: 7, CompletionTokens: 3, Reported: true}},
-		{"unfinished", "data: {\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":3}}\n", translate.Usage{}},
+			translate.Usage{PromptTokens: 7, CompletionTokens: 3, Reported: true}, 1},
+		{"gemini_text", "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"a\\\"b\"}]}}]}\r\n\r\n" +
+			"data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"cd\"},{\"text\":\"e\"}]}}]}\n\n", translate.Usage{}, 7},
+		{"unfinished", "data: {\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":3}}\n", translate.Usage{}, 0},
 	}
 	for _, st := range streams {
 		for step := 1; step <= len(st.in); step++ {
 			var got translate.Usage
+			var text int64
 			calls := 0
-			s := newUsageSniffer(&pieceReader{data: st.in, step: step}, "text/event-stream", func(u translate.Usage, streamed bool) {
+			s := newUsageSniffer(&pieceReader{data: st.in, step: step}, "text/event-stream", func(u translate.Usage, streamed bool, n int64) {
 				got = u
+				text = n
 				calls++
 			})
 			out, err := io.ReadAll(s)
@@ -58,8 +63,8 @@ func TestUsageSnifferPieces(t *testing.T) {
 				t.Fatalf("%s step %d: relayed %q, %v", st.name, step, out, err)
 			}
 			_ = s.Close()
-			if calls != 1 || got != st.want {
-				t.Fatalf("%s step %d: usage %+v (%d finishes), want %+v", st.name, step, got, calls, st.want)
+			if calls != 1 || got != st.want || text != st.text {
+				t.Fatalf("%s step %d: usage %+v, text %d (%d finishes), want %+v, %d", st.name, step, got, text, calls, st.want, st.text)
 			}
 		}
 	}

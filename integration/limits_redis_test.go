@@ -428,8 +428,8 @@ func TestRedisAccounting(t *testing.T) {
 	const (
 		acctKey = "sk-acct"
 		estKey  = "sk-est"
-		// acct's requests below use 16 prompt + 12 completion tokens.
-		acctTokens = 28
+		// acct's requests below use 20 prompt + 15 completion tokens.
+		acctTokens = 35
 	)
 	estBody := rlChatBody("bare-model", "estimate my prompt tokens from the request size", false, false)
 	estIn := int64((len(estBody) + 3) / 4) // ceil(request bytes / 4)
@@ -462,8 +462,9 @@ func TestRedisAccounting(t *testing.T) {
 		stream, usage bool  // usage: stream_options.include_usage
 		wantPrompt    int64 // the mock counts words
 	}{
-		// A stream without usage counts the request and no tokens.
-		{"stream without usage", "no usage here please", true, false, 0},
+		// A stream whose client did not ask for usage is accounted too:
+		// the gateway asks the upstream for it, and the client sees none.
+		{"stream without usage", "no usage here please", true, false, 4},
 		{"plain 1", "one two three", false, false, 3},
 		{"plain 2", "four five six seven eight nine ten", false, false, 7},
 		{"stream with usage 1", "alpha beta", true, true, 2},
@@ -477,6 +478,8 @@ func TestRedisAccounting(t *testing.T) {
 		u := rlReportedUsage(t, r.body, c.stream)
 		if c.stream && !c.usage {
 			require.Nil(t, u, "%s: usage reported", c.name)
+			wantIn += c.wantPrompt
+			wantOut += rlChunks
 			continue
 		}
 		require.NotNil(t, u, "%s: no usage in the response", c.name)
@@ -484,8 +487,8 @@ func TestRedisAccounting(t *testing.T) {
 		wantIn += u.PromptTokens
 		wantOut += u.CompletionTokens
 	}
-	require.Equal(t, int64(16), wantIn)
-	require.Equal(t, int64(4*rlChunks), wantOut)
+	require.Equal(t, int64(20), wantIn)
+	require.Equal(t, int64(5*rlChunks), wantOut)
 	require.Equal(t, int64(acctTokens), wantIn+wantOut)
 
 	// The estimated request: the upstream answers without usage.
@@ -498,7 +501,7 @@ func TestRedisAccounting(t *testing.T) {
 	refusals := []struct {
 		key, model, msg string
 	}{
-		{acctKey, rlModel, `group "g1" is over its tokensPerDay limit (28 tokens)`},
+		{acctKey, rlModel, `group "g1" is over its tokensPerDay limit (35 tokens)`},
 		{estKey, "bare-model", fmt.Sprintf(`user "est" is over its costPerDayUSD limit ($%s cost)`, strconv.FormatFloat(float64(estCost)/1e6, 'f', -1, 64))},
 	}
 	for _, ref := range refusals {

@@ -212,6 +212,32 @@ func TestSDKOpenAIThroughBinary(t *testing.T) {
 		assert.Equal(t, "Bearer "+sdkUpstreamKey, got.Header.Get("Authorization"))
 	})
 
+	t.Run("chat_stream_without_usage_option", func(t *testing.T) {
+		// The SDK's default: no stream_options. The gateway asks the
+		// upstream for usage (to account the stream) and the client still
+		// gets the stream it asked for: no usage chunk, no "usage" member.
+		stream := env.client.Chat.Completions.NewStreaming(sdkContext(t), openai.ChatCompletionNewParams{
+			Model:    "gpt-5-mini",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("stream to me")},
+		})
+		defer stream.Close()
+		acc := openai.ChatCompletionAccumulator{}
+		chunks := 0
+		for stream.Next() {
+			chunk := stream.Current()
+			require.True(t, acc.AddChunk(chunk))
+			assert.NotContains(t, chunk.RawJSON(), `"usage"`, "chunk %d", chunks)
+			chunks++
+		}
+		require.NoError(t, stream.Err())
+		assert.Equal(t, 1+sdkChunks+1, chunks, "role + content chunks + finish, no usage chunk")
+		assert.Equal(t, mockupstream.ReplyText(sdkChunks), acc.Choices[0].Message.Content)
+		assert.Equal(t, int64(0), acc.Usage.TotalTokens)
+
+		got := lastTo(t, env.mock, "POST", "/v1/chat/completions")
+		assert.True(t, bytes.HasSuffix(got.Body, []byte(`,"stream_options":{"include_usage":true}}`)), "upstream body %s", got.Body)
+	})
+
 	t.Run("chat_stream_relayed_before_upstream_ends", func(t *testing.T) {
 		// slowmock sends sdkStallAfter events and then holds the stream
 		// open. The client can only see them if the gateway flushes each
@@ -330,4 +356,48 @@ func TestSDKOpenAIThroughBinary(t *testing.T) {
 			assert.NotContains(t, string(r.Body), sdkUserKey, "%s %s body", r.Method, r.Path)
 		}
 	})
+}
+
+// TestSDKStreamTokenBudgetThroughBinary: streams from the SDK, which does
+// not ask for usage by default, are accounted: a tokensPerDay budget runs
+// out after the number of streams the upstream's reported usage allows.
+func TestSDKStreamTokenBudgetThroughBinary(t *testing.T) {
+	bin := buildGatewayBinary(t)
+	mock := mockupstream.New(mockupstream.Options{Models: []string{"gpt-5-mini"}, Chunks: sdkChunks})
+	up := httptest.NewServer(mock)
+	t.Cleanup(up.Close)
+	// "stream to me": 3 prompt tokens and sdkChunks completion tokens a
+	// stream; three streams start under the budget, the fourth is refused.
+	perStream := 3 + sdkChunks
+	gw := startGateway(t, bin, map[string]interface{}{
+		"providers": map[string]interface{}{
+			"mock": map[string]interface{}{"type": "openai", "baseUrl": up.URL, "apiKey": sdkUpstreamKey, "models": []string{"gpt-5-mini"}},
+		},
+		"groups": map[string]interface{}{"free": map[string]interface{}{"limits": map[string]interface{}{"tokensPerDay": 3*perStream - 1}}},
+		"users":  map[string]interface{}{"inline": []map[string]interface{}{{"name": "alice", "group": "free", "apiKey": sdkUserKey}}},
+	})
+	client := openai.NewClient(option.WithBaseURL(gw.URL+"/v1/"), option.WithAPIKey(sdkUserKey), option.WithMaxRetries(0))
+	streamOnce := func() (int, error) {
+		stream := client.Chat.Completions.NewStreaming(sdkContext(t), openai.ChatCompletionNewParams{
+			Model:    "gpt-5-mini",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("stream to me")},
+		})
+		defer stream.Close()
+		chunks := 0
+		for stream.Next() {
+			chunks++
+		}
+		return chunks, stream.Err()
+	}
+	for i := 0; i < 3; i++ {
+		chunks, err := streamOnce()
+		require.NoError(t, err, "stream %d", i)
+		assert.Equal(t, 1+sdkChunks+1, chunks, "stream %d: no usage chunk", i)
+	}
+	_, err := streamOnce()
+	var apiErr *openai.Error
+	require.True(t, errors.As(err, &apiErr), "4th stream: %v", err)
+	assert.Equal(t, http.StatusTooManyRequests, apiErr.StatusCode)
+	assert.Contains(t, apiErr.Message, "tokensPerDay")
+	assert.Equal(t, 3, countTo(mock, "POST", "/v1/chat/completions"))
 }

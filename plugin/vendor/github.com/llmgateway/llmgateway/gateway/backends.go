@@ -57,10 +57,19 @@ func jsonOutbound(cand candidate, url string, body []byte) *outbound {
 
 // openAIChat forwards the body with only the model rewritten (and
 // max_tokens renamed for reasoning models); a stream is relayed as is.
+// A stream whose client did not ask for usage asks for it
+// (stream_options.include_usage), and the relay takes it out of what the
+// client sees: every stream is accounted.
 func openAIChat(c *call, cand candidate) (*outbound, *apiError) {
-	o := jsonOutbound(cand, cand.provider.baseURL+c.route.path, c.req.forOpenAI(cand.model))
+	body := c.req.forOpenAI(cand.model)
+	strip := c.req.stream && !c.req.includeUsage
+	if strip {
+		body = withStreamUsage(c.req, body)
+	}
+	o := jsonOutbound(cand, cand.provider.baseURL+c.route.path, body)
 	o.accept = c.r.Header.Get("Accept")
 	o.stream = c.req.stream
+	o.stripUsage = strip
 	return o, nil
 }
 

@@ -31,6 +31,9 @@ type outbound struct {
 	// decode translates a whole 2xx answer to the hub shape and reads its
 	// usage; nil relays the upstream's body and relayed headers as is.
 	decode func(data []byte) ([]byte, translate.Usage, *apiError)
+	// stripUsage: the gateway added stream_options.include_usage to the
+	// body, so the relay takes the usage out of what the client sees.
+	stripUsage bool
 	// translator builds the stream translator for an event-stream answer;
 	// nil relays the upstream's events as is (same wire shape).
 	translator func() translate.StreamTranslator

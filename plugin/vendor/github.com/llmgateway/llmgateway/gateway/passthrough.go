@@ -207,9 +207,10 @@ func proxy(c *call, p *providerRuntime, body *cappedBody, model string) *outcome
 			redactResponseBody(resp, p.apiKey)
 			return nil
 		}
-		resp.Body = newUsageSniffer(resp.Body, resp.Header.Get("Content-Type"), func(u translate.Usage, streamed bool) {
+		resp.Body = newUsageSniffer(resp.Body, resp.Header.Get("Content-Type"), func(u translate.Usage, streamed bool, text int64) {
 			out.usage, out.streamed = u, streamed
 			out.requestBytes = int(body.sent.Load())
+			out.contentBytes = text
 		})
 		return nil
 	}

@@ -21,9 +21,11 @@ type outcome struct {
 	body     []byte
 	streamed bool
 	usage    translate.Usage
-	// requestBytes is the size of the request the upstream got, for the
-	// usage estimate.
+	// requestBytes is the size of the client's request, and
+	// contentBytes the text a stream relayed (relayAccount.content), for
+	// the usage estimate.
 	requestBytes int
+	contentBytes int64
 	// err is what ended the answer badly, when it did: an error written
 	// instead of the answer, or one written into a stream already under
 	// way.
@@ -154,8 +156,11 @@ func relayEvents(c *call, x *exchange, o *outbound) *outcome {
 	p := o.provider
 	copyResponseHeaders(c.w.Header(), x.resp.Header)
 	startStream(c, x.resp.StatusCode)
-	out := &outcome{status: x.resp.StatusCode, streamed: true}
-	res := relayEventStream(c.w, x.body, maxUpstreamResponseBytes, c.format.streamEndMark, c.format.isStreamEnd, nil, &out.usage)
+	out := &outcome{status: x.resp.StatusCode, streamed: true, requestBytes: len(c.req.raw)}
+	acct := &relayAccount{strip: o.stripUsage}
+	res := relayEventStream(c.w, x.body, maxUpstreamResponseBytes, c.format.streamEndMark, c.format.isStreamEnd, nil, acct)
+	out.usage = acct.usage
+	out.contentBytes = acct.content
 	if c.r.Context().Err() != nil {
 		clientLeft(c, out, p, res.events)
 		return out
@@ -179,7 +184,7 @@ func relayEvents(c *call, x *exchange, o *outbound) *outcome {
 func relayTranslated(c *call, x *exchange, o *outbound, st translate.StreamTranslator) *outcome {
 	p := o.provider
 	startStream(c, http.StatusOK)
-	out := &outcome{status: http.StatusOK, streamed: true}
+	out := &outcome{status: http.StatusOK, streamed: true, requestBytes: len(c.req.raw)}
 	sw := newStreamWriter(c.w)
 	rd := sse.NewReader(x.body, maxUpstreamResponseBytes)
 	var payloads []translate.Payload

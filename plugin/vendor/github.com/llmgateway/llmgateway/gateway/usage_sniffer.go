@@ -28,11 +28,14 @@ type usageSniffer struct {
 	buf         []byte // the JSON body so far
 	over        bool
 	u           translate.Usage
-	finished    bool
-	onFinish    func(u translate.Usage, streamed bool)
+	// text is the bytes of text the event stream carried
+	// (runTextBytes), for the estimate of a stream without usage.
+	text     int64
+	finished bool
+	onFinish func(u translate.Usage, streamed bool, text int64)
 }
 
-func newUsageSniffer(rc io.ReadCloser, contentType string, onFinish func(u translate.Usage, streamed bool)) *usageSniffer {
+func newUsageSniffer(rc io.ReadCloser, contentType string, onFinish func(u translate.Usage, streamed bool, text int64)) *usageSniffer {
 	ct := strings.ToLower(contentType)
 	return &usageSniffer{rc: rc, eventStream: strings.HasPrefix(ct, "text/event-stream"), onFinish: onFinish,
 		over: !strings.Contains(ct, "json") && !strings.HasPrefix(ct, "text/event-stream")}
@@ -69,8 +72,11 @@ func (s *usageSniffer) feed(p []byte) {
 		p = s.pend
 	}
 	n := sse.LastEventEnd(p, from)
-	if n > 0 && bytes.Contains(p[:n], usageMark) {
-		sniffEventsUsage(p[:n], &s.u)
+	if n > 0 {
+		s.text += runTextBytes(p[:n])
+		if bytes.Contains(p[:n], usageMark) {
+			sniffEventsUsage(p[:n], &s.u)
+		}
 	}
 	switch {
 	case len(p)-n > maxSniffedJSONBytes:
@@ -96,6 +102,32 @@ func sniffEventsUsage(run []byte, u *translate.Usage) {
 	}
 }
 
+// runTextBytes is the bytes of the text strings in run (whole events):
+// each value of a key in sniffedTextKeys — OpenAI's delta content and
+// tool-call arguments, Anthropic's text, partial_json and thinking
+// deltas, Gemini's part text — counted as sent, escapes included. One
+// bytes.Index per key and run, and two calls per string found.
+func runTextBytes(run []byte) int64 {
+	var n int64
+	keys := sniffedTextKeys
+	for i := 0; i < len(keys); i++ {
+		key := keys[i]
+		rest := run
+		for {
+			k := bytes.Index(rest, key) + len(key)
+			if k < len(key) {
+				break
+			}
+			end := endOfString(rest, k-1)
+			n += int64(end - k)
+			rest = rest[end:]
+		}
+	}
+	return n
+}
+
+var sniffedTextKeys = [][]byte{contentKey, []byte(`"text":"`), otherTextKeys[0], []byte(`"partial_json":"`), []byte(`"thinking":"`), otherTextKeys[1]}
+
 func (s *usageSniffer) finish() {
 	if s.finished {
 		return
@@ -105,5 +137,5 @@ func (s *usageSniffer) finish() {
 		translate.UsageFromJSON(s.buf, &s.u)
 	}
 	s.buf = nil
-	s.onFinish(s.u, s.eventStream)
+	s.onFinish(s.u, s.eventStream, s.text)
 }
