@@ -13,15 +13,22 @@ import (
 
 func TestBodyAdmission(t *testing.T) {
 	up := newFakeUpstream(t, okJSON(chatOK))
-	srv, _, _ := pipelineGateway(t, up.URL, `"maxInFlightBodyRequests": 1,`)
+	g, srv, logs := serveTestGateway(t, pipelineConfig(up.URL, `"maxInFlightBodyRequests": 1,`), nil, nil)
 
 	// The first request holds the only slot while its body trickles in.
+	// Its own client: an idle connection the shared default transport
+	// kept from an earlier test's server on a reused port would fail a
+	// POST that cannot be retried.
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
 	pr, pw := io.Pipe()
 	first := make(chan int, 1)
 	go func() {
+		defer func() { _ = recover() }()
 		req, _ := http.NewRequest("POST", srv.URL+"/v1/chat/completions", pr)
 		req.Header.Set("Authorization", "Bearer "+testAliceKey)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := client.Do(req)
 		if err != nil {
 			first <- 0
 			return
@@ -30,25 +37,28 @@ func TestBodyAdmission(t *testing.T) {
 		first <- resp.StatusCode
 	}()
 	_, _ = pw.Write([]byte(`{"model":"m1",`))
-	// Wait until the gateway is inside the first body read.
-	var status int
-	var hdr http.Header
-	var body string
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		status, hdr, body = do(t, "POST", srv.URL+"/v1/chat/completions", testAliceKey, chatReq)
-		if status == 503 {
-			break
+	// Wait until the gateway is inside the first body read: its slot is
+	// taken (bounded wait; the first request's own answer ends it early).
+	deadline := time.Now().Add(10 * time.Second)
+	for len(g.admission.slots) == 0 {
+		select {
+		case code := <-first:
+			t.Fatalf("the first request ended (%d) before its body was sent; logs:\n%s", code, logs)
+		default:
 		}
-		time.Sleep(5 * time.Millisecond)
+		if time.Now().After(deadline) {
+			t.Fatalf("the first request never took the slot; logs:\n%s", logs)
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
+	status, hdr, body := do(t, "POST", srv.URL+"/v1/chat/completions", testAliceKey, chatReq)
 	if status != 503 || hdr.Get("Retry-After") == "" || !strings.Contains(body, `"code":"capacity"`) {
 		t.Fatalf("second request: status %d Retry-After %q body %s; want an immediate 503 with Retry-After", status, hdr.Get("Retry-After"), body)
 	}
 	_, _ = pw.Write([]byte(`"messages":[]}`))
 	_ = pw.Close()
 	if got := <-first; got != 200 {
-		t.Fatalf("first request status = %d, want 200", got)
+		t.Fatalf("first request status = %d, want 200; logs:\n%s", got, logs)
 	}
 	// The slot is released after the body step: requests flow again.
 	if status, _, body := do(t, "POST", srv.URL+"/v1/chat/completions", testAliceKey, chatReq); status != 200 {
