@@ -82,3 +82,45 @@ func TestPassthroughCostBudgetNeedsAModel(t *testing.T) {
 		t.Fatalf("unpriced Gemini path model: %d %s", resp.StatusCode, got)
 	}
 }
+
+// TestPassthroughBillingHeaders: headers that choose a billing account or
+// paid features are dropped on passthrough unless the provider allows
+// them; anthropic-beta passes on Anthropic's /v1/messages (Claude Code
+// needs it) and nowhere else.
+func TestPassthroughBillingHeaders(t *testing.T) {
+	up := newFakeUpstream(t, okJSON(`{}`))
+	cfg := `{
+  "providers": {
+    "oai": {"type": "openai", "baseUrl": "` + up.URL + `", "apiKey": "k1", "models": ["m1"]},
+    "org": {"type": "openai", "baseUrl": "` + up.URL + `", "apiKey": "k2", "models": ["m1"], "passthroughHeaders": ["openai-organization"]},
+    "ant": {"type": "anthropic", "baseUrl": "` + up.URL + `", "apiKey": "k3", "models": ["c"]}},
+  "groups": {"g": {}},
+  "users": {"inline": [{"name": "alice", "group": "g", "apiKey": "` + testAliceKey + `"}]}
+}`
+	srv, _ := newTestGateway(t, cfg, nil)
+	headers := map[string]string{"Authorization": "Bearer " + testAliceKey, "OpenAI-Organization": "org-1", "OpenAI-Project": "proj-1", "Anthropic-Beta": "extra-feature"}
+	cases := []struct {
+		path string
+		want map[string]string
+	}{
+		{"/oai/v1/chat/completions", map[string]string{"Openai-Organization": "", "Openai-Project": "", "Anthropic-Beta": ""}},
+		{"/org/v1/chat/completions", map[string]string{"Openai-Organization": "org-1", "Openai-Project": "", "Anthropic-Beta": ""}},
+		{"/ant/v1/messages", map[string]string{"Anthropic-Beta": "extra-feature", "Openai-Organization": ""}},
+		{"/ant/v1/models", map[string]string{"Anthropic-Beta": ""}},
+	}
+	for _, tc := range cases {
+		resp, body := send(t, srv.URL, testRequest{path: tc.path, body: `{"model":"m1"}`, headers: headers})
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", tc.path, resp.StatusCode, body)
+		}
+		got := up.last(t)
+		for h, want := range tc.want {
+			if v := got.header.Get(h); v != want {
+				t.Errorf("%s: upstream %s = %q, want %q", tc.path, h, v, want)
+			}
+		}
+	}
+	if _, err := newGatewayFromConfig(t, strings.Replace(cfg, `["openai-organization"]`, `["X-Custom"]`, 1)); err == nil || !strings.Contains(err.Error(), "providers.org.passthroughHeaders[0]") {
+		t.Fatalf("an unknown passthroughHeaders entry: %v", err)
+	}
+}

@@ -58,6 +58,11 @@ func TestPassthroughForwarding(t *testing.T) {
 	up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("X-Upstream", "yes")
+		w.Header().Set("X-Request-Id", "req-1")
+		w.Header().Set("X-Ratelimit-Remaining-Requests", "99")
+		w.Header().Set("Set-Cookie", "__cf_bm=abc")
+		w.Header().Set("Openai-Organization", "org-secret")
+		w.Header().Set("Anthropic-Organization-Id", "org-ant")
 		_, _ = w.Write([]byte(`{"native":true}`))
 	})
 	srv, _ := newTestGateway(t, passthroughConfig(up.URL, false), nil)
@@ -112,8 +117,18 @@ func TestPassthroughForwarding(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			before := up.count()
 			resp, body := send(t, srv.URL, tc.req)
-			if resp.StatusCode != 200 || body != `{"native":true}` || resp.Header.Get("X-Upstream") != "yes" {
-				t.Fatalf("status %d header %q body %s", resp.StatusCode, resp.Header.Get("X-Upstream"), body)
+			if resp.StatusCode != 200 || body != `{"native":true}` {
+				t.Fatalf("status %d body %s", resp.StatusCode, body)
+			}
+			// Response headers go through the allow-list: ids and rate
+			// limits pass; cookies, organisation ids and unknown ones do not.
+			if resp.Header.Get("X-Request-Id") != "req-1" || resp.Header.Get("X-Ratelimit-Remaining-Requests") != "99" {
+				t.Fatalf("allowed response headers lost: %v", resp.Header)
+			}
+			for _, h := range []string{"X-Upstream", "Set-Cookie", "Openai-Organization", "Anthropic-Organization-Id"} {
+				if v := resp.Header.Get(h); v != "" {
+					t.Fatalf("response header %s = %q reached the client", h, v)
+				}
 			}
 			if up.count() != before+1 {
 				t.Fatalf("upstream saw %d requests, want 1", up.count()-before)

@@ -155,6 +155,11 @@ type ProviderConfig struct {
 	// RequestTimeout overrides the top-level RequestTimeout for this
 	// provider (Go duration). Empty inherits.
 	RequestTimeout string `json:"requestTimeout"`
+	// PassthroughHeaders names request headers that native passthrough
+	// forwards although it drops them by default because they choose a
+	// billing account or paid features (OpenAI-Organization,
+	// OpenAI-Project, and anthropic-beta outside /v1/messages).
+	PassthroughHeaders []string `json:"passthroughHeaders"`
 }
 
 // GroupConfig is a named set of access lists. Every list is glob-matched

@@ -46,6 +46,9 @@ type providerRuntime struct {
 	modelSet    map[string]bool
 	passthrough bool
 	timeout     time.Duration
+	// passthroughHeaders are the billing headers passthrough forwards for
+	// this provider (canonical names; PassthroughHeaders).
+	passthroughHeaders map[string]bool
 	// jsonHeader is the header of a JSON request to the provider: its
 	// content type and its credential, built once (a request clones it).
 	// Never logged; nil in tests that build a providerRuntime by hand.
@@ -280,6 +283,14 @@ func compileProvider(field, name string, pc *ProviderConfig, globalTimeout time.
 		return nil, fmt.Errorf("config: %s.apiKey: required for a %s provider", field, pc.Type)
 	}
 	p.apiKey = key
+	p.passthroughHeaders = map[string]bool{}
+	for i := 0; i < len(pc.PassthroughHeaders); i++ {
+		name := http.CanonicalHeaderKey(strings.TrimSpace(pc.PassthroughHeaders[i]))
+		if !billingHeaders[name] {
+			return nil, fmt.Errorf("config: %s.passthroughHeaders[%d]: %q is not a header passthrough drops (OpenAI-Organization, OpenAI-Project, Anthropic-Beta)", field, i, pc.PassthroughHeaders[i])
+		}
+		p.passthroughHeaders[name] = true
+	}
 	p.jsonHeader = http.Header{"Content-Type": {"application/json"}}
 	p.injectAuth(p.jsonHeader)
 	p.modelSet = make(map[string]bool, len(pc.Models))

@@ -179,6 +179,7 @@ func proxy(c *call, p *providerRuntime, body *cappedBody, model string) *outcome
 		pr.Out.URL = target
 		pr.Out.Host = ""
 		pr.Out.Header.Del("Accept-Encoding")
+		dropBillingHeaders(pr.Out.Header, p, r.URL.Path)
 		p.injectAuth(pr.Out.Header)
 	}
 	rp.ModifyResponse = func(resp *http.Response) error {
@@ -194,6 +195,7 @@ func proxy(c *call, p *providerRuntime, body *cappedBody, model string) *outcome
 		if resp.ContentLength > maxUpstreamResponseBytes {
 			return errPassthroughTooLarge
 		}
+		filterResponseHeaders(resp.Header)
 		noteWrite(&c.rec, resp.StatusCode)
 		out.status = resp.StatusCode
 		if row != nil {
@@ -222,6 +224,60 @@ func proxy(c *call, p *providerRuntime, body *cappedBody, model string) *outcome
 	rp.ServeHTTP(w, in)
 	body.close()
 	return out
+}
+
+// billingHeaders are the request headers that choose an upstream
+// billing account or paid features: native passthrough drops them unless
+// the provider's passthroughHeaders allows them. anthropic-beta is one on
+// every path but Anthropic's /v1/messages (where Claude Code needs it).
+var billingHeaders = map[string]bool{"Openai-Organization": true, "Openai-Project": true, "Anthropic-Beta": true}
+
+// dropBillingHeaders removes the billing headers the provider does not
+// allow from a passthrough request to path.
+func dropBillingHeaders(h http.Header, p *providerRuntime, path string) {
+	for name := range billingHeaders {
+		if p.passthroughHeaders[name] || h.Get(name) == "" {
+			continue
+		}
+		if name == "Anthropic-Beta" && p.kind == providerAnthropic && strings.HasPrefix(path, "/"+p.name+"/v1/messages") {
+			continue
+		}
+		h.Del(name)
+	}
+}
+
+// relayedPassthroughHeaders and relayedPassthroughPrefixes are the
+// upstream response headers native passthrough hands the client: the
+// body's framing, caching and retry hints, request ids, timings and rate
+// limits. Everything else — Set-Cookie, organisation and project ids,
+// anything unknown — is dropped.
+var (
+	relayedPassthroughHeaders = map[string]bool{
+		"Content-Type": true, "Content-Length": true, "Content-Encoding": true, "Content-Disposition": true,
+		"Cache-Control": true, "Retry-After": true, "Date": true,
+		"X-Request-Id": true, "Request-Id": true, "Openai-Processing-Ms": true, "Openai-Version": true, "Openai-Model": true,
+	}
+	relayedPassthroughPrefixes = []string{"X-Ratelimit-", "Anthropic-Ratelimit-"}
+)
+
+// filterResponseHeaders keeps only the relayed headers of a passthrough
+// response.
+func filterResponseHeaders(h http.Header) {
+	for name := range h {
+		if relayedPassthroughHeaders[name] || hasRelayedPrefix(name) {
+			continue
+		}
+		delete(h, name)
+	}
+}
+
+func hasRelayedPrefix(name string) bool {
+	for i := 0; i < len(relayedPassthroughPrefixes); i++ {
+		if strings.HasPrefix(name, relayedPassthroughPrefixes[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 // passthroughFailure classifies a passthrough exchange that failed.
