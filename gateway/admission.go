@@ -52,8 +52,19 @@ func newBodyAdmission(n int) *bodyAdmission {
 	return &bodyAdmission{slots: make(chan struct{}, n), stall: bodyStallTimeout}
 }
 
-// release gives a slot back (readAdmitted takes it inline, without
-// waiting: a full semaphore is a 503).
+// takeBodySlot takes a slot without waiting; false when every slot is
+// busy (a 503). A plain function: the request path pays for every
+// interpreted method call.
+func takeBodySlot(b *bodyAdmission) bool {
+	select {
+	case b.slots <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// release gives a slot back.
 func (b *bodyAdmission) release() { <-b.slots }
 
 func errBodyCapacity() *apiError {
@@ -69,9 +80,7 @@ func errBodyCapacity() *apiError {
 // the route's wire format; a multipart body (transcriptions) by locating
 // its single model field.
 func readAdmitted(g *Gateway, w http.ResponseWriter, r *http.Request, rt *route) (*jsonRequest, *apiError) {
-	select {
-	case g.admission.slots <- struct{}{}:
-	default:
+	if !takeBodySlot(g.admission) {
 		return nil, errBodyCapacity()
 	}
 	// Given back by a defer even if a reader panics: a lost slot would
@@ -96,68 +105,69 @@ const (
 )
 
 // readRequestBody reads the whole body, refusing one over limit with
-// 413. The read runs under a connection read deadline that every chunk
-// of bodyChunk bytes pushes stall further (http.ResponseController; a
-// writer that cannot set one reads without it), so a slow or stalled
-// upload cannot hold its body-admission slot: it gets a 408. The deadline
-// is cleared once the body is in.
+// 413, under the stall deadline (readTimedBody).
 func readRequestBody(w http.ResponseWriter, r *http.Request, limit int64, stall time.Duration) ([]byte, *apiError) {
 	if r.ContentLength > limit {
 		return nil, errTooLarge(limit)
 	}
-	rc := http.NewResponseController(w)
-	if rc.SetReadDeadline(time.Now().Add(stall)) != nil {
-		return readBodyUntimed(r, limit)
+	body, tooBig, e := readTimedBody(w, r.Body, r.ContentLength, limit, stall)
+	if e != nil {
+		return nil, e
 	}
-	body, tooBig, err := readBodyChunks(r, limit, rc, stall)
-	if err != nil {
-		if isTimeout(err) {
+	if tooBig {
+		return nil, errTooLarge(limit)
+	}
+	return body, nil
+}
+
+// readTimedBody reads a request body (declared bytes long, -1 when
+// unknown) whole, or reports tooBig past limit. The read runs under a
+// connection read deadline that every chunk of bodyChunk bytes pushes
+// stall further (http.ResponseController; a writer that cannot set one
+// reads without it), so a slow or stalled upload cannot hold its
+// body-admission slot: it gets a 408. The deadline is cleared once the
+// body is in. A read error is a 400.
+func readTimedBody(w http.ResponseWriter, body io.Reader, declared, limit int64, stall time.Duration) ([]byte, bool, *apiError) {
+	rc := http.NewResponseController(w)
+	var data []byte
+	var tooBig bool
+	var err error
+	if rc.SetReadDeadline(time.Now().Add(stall)) != nil {
+		data, tooBig, err = readBodyUntimed(body, declared, limit)
+	} else {
+		data, tooBig, err = readChunks(body, declared, limit, rc, stall)
+		if err != nil && isTimeout(err) {
 			// The deadline stays expired: before it answers, net/http
 			// would otherwise wait to discard the rest of the body from
 			// the stalled client. The connection closes after the 408.
-			return nil, errBodyStalled(stall)
+			return nil, false, errBodyStalled(stall)
 		}
 		_ = rc.SetReadDeadline(time.Time{})
-		return nil, apierr.BadRequest("unreadable_body", "could not read the request body")
 	}
-	_ = rc.SetReadDeadline(time.Time{})
-	if tooBig {
-		return nil, errTooLarge(limit)
+	if err != nil {
+		return nil, false, apierr.BadRequest("unreadable_body", "could not read the request body")
 	}
-	return body, nil
+	return data, tooBig, nil
 }
 
-// readBodyUntimed is readRequestBody where no read deadline can be set
-// (the host's writer does not support one).
-func readBodyUntimed(r *http.Request, limit int64) ([]byte, *apiError) {
-	if r.ContentLength >= 0 {
+// readBodyUntimed is readTimedBody's read where no read deadline can be
+// set (the host's writer does not support one).
+func readBodyUntimed(body io.Reader, declared, limit int64) ([]byte, bool, error) {
+	if declared >= 0 && declared <= limit {
 		// A declared length (net/http never reads past it): one read into
 		// a buffer of exactly that size.
-		body := make([]byte, r.ContentLength)
-		if _, err := io.ReadFull(r.Body, body); err != nil {
-			return nil, apierr.BadRequest("unreadable_body", "could not read the request body")
+		data := make([]byte, declared)
+		if _, err := io.ReadFull(body, data); err != nil {
+			return nil, false, err
 		}
-		return body, nil
+		return data, false, nil
 	}
-	body, tooBig, err := readCapped(r.Body, limit)
-	if err != nil {
-		return nil, apierr.BadRequest("unreadable_body", "could not read the request body")
-	}
-	if tooBig {
-		return nil, errTooLarge(limit)
-	}
-	return body, nil
+	return readCapped(body, limit)
 }
 
-// readBodyChunks reads the body bodyChunk at a time (each one compiled
-// io.ReadFull), pushing the read deadline after each; tooBig over limit,
-// never a truncated body.
-func readBodyChunks(r *http.Request, limit int64, rc *http.ResponseController, stall time.Duration) ([]byte, bool, error) {
-	return readChunks(r.Body, r.ContentLength, limit, rc, stall)
-}
-
-// readChunks is readBodyChunks for any body of declared length declared
-// (-1 when unknown).
+// readChunks reads body (declared bytes long, -1 when unknown)
+// bodyChunk at a time (each one compiled io.ReadFull), pushing the read
+// deadline after each; tooBig over limit, never a truncated body.
 func readChunks(body io.Reader, declared, limit int64, rc *http.ResponseController, stall time.Duration) ([]byte, bool, error) {
 	size := declared
 	if size < 0 {

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 	"github.com/llmgateway/llmgateway/gateway/internal/translate"
@@ -338,9 +337,7 @@ func checkPassthroughModel(c *call, body *cappedBody, grants []*grant, provider 
 // returns its single top-level "model" ("" when there is none within the
 // first 64 KiB, or two).
 func peekPassthroughModel(c *call, body *cappedBody) (string, *apiError) {
-	select {
-	case c.g.admission.slots <- struct{}{}:
-	default:
+	if !takeBodySlot(c.g.admission) {
 		return "", errBodyCapacity()
 	}
 	defer c.g.admission.release()
@@ -359,32 +356,15 @@ func peekPassthroughModel(c *call, body *cappedBody) (string, *apiError) {
 }
 
 // readPeekedBody reads a passthrough body whole for the model check,
-// under the same per-64 KiB read deadline as a unified body (where the
-// host's writer can set one), so a stalled upload cannot keep its slot.
+// under the same per-64 KiB read deadline as a unified body
+// (readTimedBody), so a stalled upload cannot keep its slot; the
+// cappedBody refuses what passes the passthrough cap.
 func readPeekedBody(c *call, body *cappedBody) ([]byte, *apiError) {
-	stall := c.g.admission.stall
-	rc := http.NewResponseController(c.w)
-	var data []byte
-	var err error
-	timed := rc.SetReadDeadline(time.Now().Add(stall)) == nil
-	if timed {
-		data, _, err = readChunks(body, c.r.ContentLength, maxPassthroughRequestBytes, rc, stall)
-	} else {
-		data, err = io.ReadAll(body)
-	}
-	if err != nil && timed && isTimeout(err) {
-		return nil, errBodyStalled(stall) // the deadline stays expired (see readRequestBody)
-	}
-	if timed {
-		_ = rc.SetReadDeadline(time.Time{})
-	}
+	data, _, e := readTimedBody(c.w, body, c.r.ContentLength, maxPassthroughRequestBytes, c.g.admission.stall)
 	if body.exceeded {
 		return nil, errTooLarge(maxPassthroughRequestBytes)
 	}
-	if err != nil {
-		return nil, apierr.BadRequest("unreadable_body", "could not read the request body")
-	}
-	return data, nil
+	return data, e
 }
 
 // singleTopLevelModel returns the body's top-level "model" string when the
