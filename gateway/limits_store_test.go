@@ -62,6 +62,24 @@ func (h *hungStore) SetBlob(ctx context.Context, key string, value []byte, ttl t
 	return ctx.Err()
 }
 
+func (h *hungStore) Admit(ctx context.Context, a *store.Admission) (store.Verdict, error) {
+	h.calls.Add(1)
+	<-ctx.Done()
+	return store.Verdict{}, ctx.Err()
+}
+
+func (h *hungStore) Settle(ctx context.Context, s *store.Settlement) error {
+	h.calls.Add(1)
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (h *hungStore) Renew(ctx context.Context, budgets []store.Budget, hold store.Hold) error {
+	h.calls.Add(1)
+	<-ctx.Done()
+	return ctx.Err()
+}
+
 // With failOpen, a hung Redis costs the limiter one timeout, then the
 // in-process fallback answers at once. The guard's clock is the test's,
 // so the cooldown cannot run out mid-test however slow the machine.

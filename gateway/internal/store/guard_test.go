@@ -215,3 +215,16 @@ func TestGuardedApplyIfUpNeverProbes(t *testing.T) {
 		t.Fatalf("inner calls = %d, want 2 (the probe and the write after it)", n)
 	}
 }
+
+func (h *scriptedStore) Admit(ctx context.Context, a *Admission) (Verdict, error) {
+	if err := h.do(ctx); err != nil {
+		return Verdict{}, err
+	}
+	return Verdict{Refused: -1}, nil
+}
+
+func (h *scriptedStore) Settle(ctx context.Context, s *Settlement) error { return h.do(ctx) }
+
+func (h *scriptedStore) Renew(ctx context.Context, budgets []Budget, hold Hold) error {
+	return h.do(ctx)
+}

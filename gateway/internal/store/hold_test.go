@@ -1,0 +1,246 @@
+package store
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The same hold semantics against the in-process store (on a fake
+// clock) and against a real redis-server running the scripts (on
+// Redis's clock: expiry is waited for, with a deadline). The Redis half
+// skips when redis-server is not installed, unless LLMGW_REQUIRE_REDIS=1.
+
+// holdEnv is one Holder under test and how to let time pass.
+type holdEnv struct {
+	name  string
+	h     Holder
+	c     Counter
+	ttl   time.Duration // the TTL holds get in the expiry cases
+	await func(t *testing.T, d time.Duration)
+}
+
+func memoryHoldEnv() holdEnv {
+	clk := &fakeClock{now: time.Unix(1700000000, 0)}
+	m := NewMemory(clk.Now, nil)
+	return holdEnv{name: "memory", h: m, c: m, ttl: time.Minute, await: func(t *testing.T, d time.Duration) { clk.Add(d) }}
+}
+
+func redisHoldEnv(t *testing.T) holdEnv {
+	r := NewRedis(RedisSettings{Address: startRedisServer(t)})
+	t.Cleanup(r.Close)
+	return holdEnv{name: "redis", h: r, c: r, ttl: 300 * time.Millisecond, await: func(t *testing.T, d time.Duration) { time.Sleep(d) }}
+}
+
+func eachHolder(t *testing.T, run func(t *testing.T, e holdEnv)) {
+	t.Run("memory", func(t *testing.T) { run(t, memoryHoldEnv()) })
+	t.Run("redis", func(t *testing.T) { run(t, redisHoldEnv(t)) })
+}
+
+var testBudget = Budget{Holds: "t:holds", Sums: "t:sums"}
+
+// tokenAdmission holds tokens against one budget of limit, with one
+// request counter limited to maxCount.
+func tokenAdmission(id string, tokens, limit, maxCount int64, ttl time.Duration) *Admission {
+	return &Admission{
+		Counts:  []Incr{{Key: "t:req", Delta: 1, TTL: time.Minute}},
+		Budgets: []Budget{testBudget},
+		Checks: []Check{
+			{Count: 1, Limit: maxCount},
+			{Budget: 0, Used: []string{"t:in", "t:out"}, Limit: limit},
+		},
+		Hold: Hold{Member: HoldMember(id, tokens, 0), Tokens: tokens, TTL: ttl},
+	}
+}
+
+func usage(in, out int64) []Incr {
+	return []Incr{{Key: "t:in", Delta: in, TTL: time.Hour}, {Key: "t:out", Delta: out, TTL: time.Hour}}
+}
+
+func TestHoldAdmitSettle(t *testing.T) {
+	eachHolder(t, func(t *testing.T, e holdEnv) {
+		ctx := context.Background()
+		admit := func(id string, tokens int64) Verdict {
+			t.Helper()
+			v, err := e.h.Admit(ctx, tokenAdmission(id, tokens, 1000, 100, time.Minute))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		for i := 0; i < 3; i++ {
+			if v := admit("r"+strconv.Itoa(i), 300); v.Refused != -1 {
+				t.Fatalf("admit %d = %+v, want admitted", i, v)
+			}
+		}
+		// 900 held: another 300 would pass 1000.
+		if v := admit("r3", 300); v.Refused != 1 || v.Used != 0 || v.Held != 900 {
+			t.Fatalf("4th admit = %+v, want refused by check 1 with used 0, held 900", v)
+		}
+		// r0 used 100 of its 300: 100 used + 600 held + 300 fits exactly.
+		err := e.h.Settle(ctx, &Settlement{Incrs: usage(60, 40), Budgets: []Budget{testBudget},
+			Hold: Hold{Member: HoldMember("r0", 300, 0), Tokens: 300}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := admit("r4", 300); v.Refused != -1 {
+			t.Fatalf("admit after settle = %+v, want admitted", v)
+		}
+		if v := admit("r5", 1); v.Refused != 1 || v.Used != 100 || v.Held != 900 {
+			t.Fatalf("admit at the limit = %+v, want refused with used 100, held 900", v)
+		}
+		// A second settle of the same hold subtracts nothing.
+		_ = e.h.Settle(ctx, &Settlement{Budgets: []Budget{testBudget}, Hold: Hold{Member: HoldMember("r0", 300, 0), Tokens: 300}})
+		if v := admit("r6", 1); v.Refused != 1 || v.Held != 900 {
+			t.Fatalf("after a repeated settle = %+v, want held still 900", v)
+		}
+		// The request-rate check refuses first and holds nothing.
+		if v, err := e.h.Admit(ctx, tokenAdmission("r7", 1, 1000, 3, time.Minute)); err != nil || v.Refused != 0 {
+			t.Fatalf("rate-limited admit = %+v, %v; want refused by check 0", v, err)
+		}
+		// Every Admit counted, refused or not.
+		_, got, _ := e.c.Apply(ctx, nil, []string{"t:req"})
+		if got[0] != 8 {
+			t.Fatalf("request counter = %d, want 8", got[0])
+		}
+	})
+}
+
+func TestHoldCostCheck(t *testing.T) {
+	eachHolder(t, func(t *testing.T, e holdEnv) {
+		ctx := context.Background()
+		a := func(id string) *Admission {
+			return &Admission{
+				Budgets: []Budget{testBudget, {Holds: "g:holds", Sums: "g:sums"}},
+				Checks: []Check{
+					{Budget: 0, Used: []string{"t:in", "t:out"}, Limit: 1 << 40},
+					{Budget: 1, Cost: true, Used: []string{"g:cost"}, Limit: 5000},
+				},
+				Hold: Hold{Member: HoldMember(id, 10, 2000), Tokens: 10, Cost: 2000, TTL: time.Minute},
+			}
+		}
+		for i, want := range []int{-1, -1, 1} {
+			v, err := e.h.Admit(ctx, a("c"+strconv.Itoa(i)))
+			if err != nil || v.Refused != want {
+				t.Fatalf("admit %d = %+v, %v; want refused %d", i, v, err, want)
+			}
+			if want == 1 && (v.Held != 4000 || v.Used != 0) {
+				t.Fatalf("cost refusal = %+v, want held 4000", v)
+			}
+		}
+	})
+}
+
+func TestHoldExpiresAndRenews(t *testing.T) {
+	eachHolder(t, func(t *testing.T, e holdEnv) {
+		ctx := context.Background()
+		admit := func(id string) Verdict {
+			t.Helper()
+			v, err := e.h.Admit(ctx, tokenAdmission(id, 600, 1000, 1000, e.ttl))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		dead := tokenAdmission("dead", 600, 1000, 1000, e.ttl)
+		if v, err := e.h.Admit(ctx, dead); err != nil || v.Refused != -1 {
+			t.Fatalf("first admit = %+v, %v", v, err)
+		}
+		if v := admit("blocked"); v.Refused != 1 || v.Held != 600 {
+			t.Fatalf("second admit = %+v, want refused with 600 held", v)
+		}
+		// The holder dies: no settle, no renew. Its hold expires.
+		e.await(t, e.ttl+e.ttl/2)
+		live := tokenAdmission("live", 600, 1000, 1000, e.ttl)
+		if v, err := e.h.Admit(ctx, live); err != nil || v.Refused != -1 {
+			t.Fatalf("admit after expiry = %+v, %v; want admitted", v, err)
+		}
+		// A settle of the expired hold subtracts nothing.
+		if err := e.h.Settle(ctx, &Settlement{Budgets: dead.Budgets, Hold: dead.Hold}); err != nil {
+			t.Fatal(err)
+		}
+		// The live one renews before it would expire, and keeps holding.
+		for i := 0; i < 3; i++ {
+			e.await(t, e.ttl/2)
+			if err := e.h.Renew(ctx, live.Budgets, live.Hold); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if v := admit("still-blocked"); v.Refused != 1 || v.Held != 600 {
+			t.Fatalf("admit beside a renewed hold = %+v, want refused with 600 held", v)
+		}
+		// A renewal after expiry holds again.
+		e.await(t, e.ttl+e.ttl/2)
+		if err := e.h.Renew(ctx, live.Budgets, live.Hold); err != nil {
+			t.Fatal(err)
+		}
+		if v := admit("re-held"); v.Refused != 1 || v.Held != 600 {
+			t.Fatalf("admit after a late renewal = %+v, want refused with 600 held", v)
+		}
+		if err := e.h.Settle(ctx, &Settlement{Budgets: live.Budgets, Hold: live.Hold}); err != nil {
+			t.Fatal(err)
+		}
+		if v := admit("free"); v.Refused != -1 {
+			t.Fatalf("admit after the last settle = %+v, want admitted", v)
+		}
+	})
+}
+
+// Concurrent admissions never hold more than the budget.
+func TestHoldConcurrentAdmissions(t *testing.T) {
+	eachHolder(t, func(t *testing.T, e holdEnv) {
+		const n = 60
+		var wg sync.WaitGroup
+		verdicts := make([]Verdict, n)
+		errs := make([]error, n)
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				verdicts[i], errs[i] = e.h.Admit(context.Background(), tokenAdmission("c"+strconv.Itoa(i), 150, 2000, 1000, time.Minute))
+			}(i)
+		}
+		wg.Wait()
+		admitted := 0
+		for i := 0; i < n; i++ {
+			if errs[i] != nil {
+				t.Fatal(errs[i])
+			}
+			if verdicts[i].Refused == -1 {
+				admitted++
+			}
+		}
+		if admitted != 13 { // 13 × 150 = 1950 ≤ 2000 < 14 × 150
+			t.Fatalf("admitted %d of %d, want 13", admitted, n)
+		}
+	})
+}
+
+// A Redis without the script cached (SCRIPT FLUSH) gets it by EVAL.
+func TestHoldScriptReload(t *testing.T) {
+	e := redisHoldEnv(t)
+	r := e.h.(*Redis)
+	ctx := context.Background()
+	if v, err := r.Admit(ctx, tokenAdmission("a", 1, 10, 10, time.Minute)); err != nil || v.Refused != -1 {
+		t.Fatalf("admit = %+v, %v", v, err)
+	}
+	if _, err := r.c.pipeline(ctx, [][]string{{"SCRIPT", "FLUSH"}}); err != nil {
+		t.Fatal(err)
+	}
+	before := r.RoundTrips()
+	if v, err := r.Admit(ctx, tokenAdmission("b", 1, 10, 10, time.Minute)); err != nil || v.Refused != -1 {
+		t.Fatalf("admit after SCRIPT FLUSH = %+v, %v", v, err)
+	}
+	if n := r.RoundTrips() - before; n != 2 {
+		t.Fatalf("round trips after a flush = %d, want 2 (EVALSHA, then EVAL)", n)
+	}
+	before = r.RoundTrips()
+	if _, err := r.Admit(ctx, tokenAdmission("c", 1, 10, 10, time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.RoundTrips() - before; n != 1 {
+		t.Fatalf("round trips once cached = %d, want 1", n)
+	}
+}
