@@ -101,8 +101,13 @@ func BenchmarkStages(b *testing.B) {
 	b.Run("limit", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			if e := admit(g, c.r, c.user, c.target.provider.name, c.target.model); e != nil {
+			tokens, cost := reservationFor(c)
+			if e := admit(c, c.target.provider.name, c.target.model, tokens, cost); e != nil {
 				b.Fatal(e.Error())
+			}
+			if c.resv != nil {
+				c.resv.settle(translate.Usage{}, 0)
+				c.resv = nil
 			}
 		}
 	})

@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"net/http"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -389,8 +390,12 @@ func limitsGateway(t *testing.T, upURL, groupsUsers string, clock *fakeClock) (s
 func TestLimitsOverHTTP(t *testing.T) {
 	up := newFakeUpstream(t, okJSON(chatOK)) // 11 prompt + 7 completion tokens
 	clock := &fakeClock{now: time.Date(2026, 11, 30, 10, 0, 30, 0, time.UTC)}
+	// Bob's requests reserve their prompt estimate plus max_tokens; his
+	// budget fits that after one answer (18 tokens), not after two.
+	bobReq := `{"model":"m1","max_tokens":7,"messages":[{"role":"user","content":"hi"}]}`
+	bobBudget := strconv.Itoa(18 + (len(bobReq)+3)/4 + 7 + 17)
 	base, g := limitsGateway(t, up.URL, `
-  "groups": {"eng": {"limits": {"requestsPerMinute": 2}}, "free": {"limits": {"tokensPerDay": 30}}},
+  "groups": {"eng": {"limits": {"requestsPerMinute": 2}}, "free": {"limits": {"tokensPerDay": `+bobBudget+`}}},
   "users": {"inline": [
     {"name": "alice", "group": "eng", "apiKey": "`+testAliceKey+`"},
     {"name": "bob", "group": "free", "apiKey": "`+testBobKey+`"}]}`, clock)
@@ -406,16 +411,17 @@ func TestLimitsOverHTTP(t *testing.T) {
 	if up.count() != 2 {
 		t.Fatalf("a refused request reached the upstream")
 	}
-	// Bob: 18 tokens per request against 30 per day: the second request
-	// starts under budget and is served (overshoot), the third is refused.
+	// Bob: 18 tokens per answer; the third request's reservation does
+	// not fit what is left.
 	for i := 0; i < 2; i++ {
-		if status, _, body := do(t, "POST", base+"/v1/chat/completions", testBobKey, chatReq); status != 200 {
+		if status, _, body := do(t, "POST", base+"/v1/chat/completions", testBobKey, bobReq); status != 200 {
 			t.Fatalf("bob %d: %d %s", i, status, body)
 		}
 	}
-	status, _, body = do(t, "POST", base+"/v1/chat/completions", testBobKey, chatReq)
-	if status != 429 || !strings.Contains(body, "tokensPerDay") {
-		t.Fatalf("bob 3rd: %d %s", status, body)
+	status, hdr, body = do(t, "POST", base+"/v1/chat/completions", testBobKey, bobReq)
+	wantMsg := `group \"free\" is over its tokensPerDay limit (` + bobBudget + ` tokens): this request reserves up to 26 (prompt estimate + output cap); 36 used, 0 reserved by requests in flight`
+	if status != 429 || !strings.Contains(body, wantMsg) || hdr.Get("Retry-After") != "50370" {
+		t.Fatalf("bob 3rd: %d Retry-After %q %s\nwant message %s", status, hdr.Get("Retry-After"), body, wantMsg)
 	}
 	// Prompt and completion tokens are kept apart, in every scope.
 	now := clock.Now()
@@ -469,7 +475,7 @@ func TestProviderSuccessRates(t *testing.T) {
 func TestCostBudgetsAndPricing(t *testing.T) {
 	up := newFakeUpstream(t, okJSON(chatOK)) // 11 prompt + 7 completion tokens
 	clock := &fakeClock{now: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
-	users := `"groups": {"paid": {"limits": {"costPerDayUSD": 1}}, "open": {}},
+	users := `"groups": {"paid": {"limits": {"costPerDayUSD": 2}}, "open": {}},
   "users": {"inline": [{"name": "alice", "group": "paid", "apiKey": "` + testAliceKey + `"}, {"name": "bob", "group": "open", "apiKey": "` + testBobKey + `"}]}`
 
 	// Unpriced model + a cost budget: 402, on the unified route and on a
@@ -497,8 +503,11 @@ func TestCostBudgetsAndPricing(t *testing.T) {
 	}
 
 	// Priced by an override: cost accounted in micro-USD, budget enforced.
+	// A request reserves 19 prompt-estimate tokens × $0.02 + max_tokens 7
+	// × $0.06 = $0.80; it fits $2 after one answer ($0.64), not after two.
+	cappedReq := `{"model":"m1","max_tokens":7,"messages":[{"role":"user","content":"hi"}]}`
 	base3, g3 := limitsGateway(t, up.URL, `"pricing": {"mock/m1": {"inputPerM": 20000, "outputPerM": 60000}}, `+users, clock)
-	if status, _, body := do(t, "POST", base3+"/v1/chat/completions", testAliceKey, chatReq); status != 200 {
+	if status, _, body := do(t, "POST", base3+"/v1/chat/completions", testAliceKey, cappedReq); status != 200 {
 		t.Fatalf("priced: %d %s", status, body)
 	}
 	// 11 × $0.02 + 7 × $0.06 = $0.64
@@ -506,11 +515,11 @@ func TestCostBudgetsAndPricing(t *testing.T) {
 	if got[0] != 640000 {
 		t.Fatalf("cost = %d micro-USD, want 640000", got[0])
 	}
-	if status, _, _ := do(t, "POST", base3+"/v1/chat/completions", testAliceKey, chatReq); status != 200 {
+	if status, _, _ := do(t, "POST", base3+"/v1/chat/completions", testAliceKey, cappedReq); status != 200 {
 		t.Fatal("second request under budget refused")
 	}
-	status, _, body = do(t, "POST", base3+"/v1/chat/completions", testAliceKey, chatReq)
-	if status != 429 || !strings.Contains(body, "costPerDayUSD") {
+	status, _, body = do(t, "POST", base3+"/v1/chat/completions", testAliceKey, cappedReq)
+	if status != 429 || !strings.Contains(body, `over its costPerDayUSD limit ($2 cost): this request reserves up to $0.8 (prompt estimate + output cap); $1.28 used`) {
 		t.Fatalf("over the cost budget: %d %s", status, body)
 	}
 	// Pricing overrides are validated at construction.

@@ -281,10 +281,12 @@ func TestStreamWithoutUsageIsEstimated(t *testing.T) {
 // TestStreamTokenBudget: a tokensPerDay budget runs out after the number
 // of streams their usage says, reported (the gateway asked for it) or
 // estimated (the upstream ignores the request), and the client never
-// sees a usage chunk it did not ask for.
+// sees a usage chunk it did not ask for. Each stream reserves its prompt
+// estimate plus max_tokens while it runs.
 func TestStreamTokenBudget(t *testing.T) {
-	req := `{"model":"m1","stream":true,"messages":[{"role":"user","content":"hi"}]}`
-	estimated := int64((len(req)+3)/4 + (usageTestTextBytes+3)/4) // 18 + 9 = 27
+	req := `{"model":"m1","stream":true,"max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`
+	reserved := int64((len(req)+3)/4 + 5)
+	estimated := int64((len(req)+3)/4 + (usageTestTextBytes+3)/4) // 22 + 9 = 31
 	cases := []struct {
 		name    string
 		honour  bool
@@ -297,8 +299,8 @@ func TestStreamTokenBudget(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			up := newFakeUpstream(t, openAIUpstream(tc.honour))
 			clock := &fakeClock{now: time.Date(2026, 11, 30, 10, 0, 30, 0, time.UTC)}
-			// Three streams start under the budget; the fourth is refused.
-			budget := 3*tc.perCall - 1
+			// Three streams' reservations fit; the fourth's does not.
+			budget := 2*tc.perCall + reserved + tc.perCall - 1
 			base, _ := limitsGateway(t, up.URL, `"groups": {"free": {"limits": {"tokensPerDay": `+strconv.FormatInt(budget, 10)+`}}},
   "users": {"inline": [{"name": "bob", "group": "free", "apiKey": "`+testBobKey+`"}]}`, clock)
 			for i := 0; i < 3; i++ {
@@ -319,9 +321,12 @@ func TestStreamTokenBudget(t *testing.T) {
 	t.Run("client_asked", func(t *testing.T) {
 		up := newFakeUpstream(t, openAIUpstream(true))
 		clock := &fakeClock{now: time.Date(2026, 11, 30, 10, 0, 30, 0, time.UTC)}
-		base, _ := limitsGateway(t, up.URL, `"groups": {"free": {"limits": {"tokensPerDay": 18}}},
+		asked := `{"model":"m1","stream":true,"max_tokens":3,"stream_options":{"include_usage":true}}`
+		// The first stream's reservation fits; after its 18 tokens, the
+		// second's does not.
+		budget := int64((len(asked)+3)/4+3) + 17
+		base, _ := limitsGateway(t, up.URL, `"groups": {"free": {"limits": {"tokensPerDay": `+strconv.FormatInt(budget, 10)+`}}},
   "users": {"inline": [{"name": "bob", "group": "free", "apiKey": "`+testBobKey+`"}]}`, clock)
-		asked := `{"model":"m1","stream":true,"stream_options":{"include_usage":true}}`
 		for i := 0; i < 2; i++ {
 			status, _, body := do(t, "POST", base+"/v1/chat/completions", testBobKey, asked)
 			if i == 0 && (status != 200 || body != openAIStream(usageTestChunks, true, usageTestUsage)) {

@@ -32,7 +32,8 @@ type Check struct {
 	Count int
 	// Budget is the index into Admission.Budgets of a budget check: it
 	// fails when the sum of the Used counters, plus what the scope already
-	// holds, plus this request's hold, passes Limit.
+	// holds, plus this request's hold, passes Limit — or, whatever the
+	// hold, when used and held already reach it.
 	Budget int
 	// Cost compares cost amounts (Hold.Cost and the held cost); otherwise
 	// tokens.
@@ -145,7 +146,7 @@ func (m *Memory) Admit(ctx context.Context, a *Admission) (Verdict, error) {
 		if c.Cost {
 			have, mine = h.cost, a.Hold.Cost
 		}
-		if used+have+mine > c.Limit {
+		if used+have+mine > c.Limit || used+have >= c.Limit {
 			m.mu.Unlock()
 			return Verdict{Refused: i, Used: used, Held: have}, nil
 		}

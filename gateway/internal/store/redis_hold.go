@@ -75,7 +75,7 @@ for c = 1, nk do
     if cost then
       mine, have = tonumber(ARGV[4]), held[bi][2]
     end
-    if used + have + mine > limit then
+    if used + have + mine > limit or used + have >= limit then
       return {c, used, have}
     end
   end
