@@ -251,6 +251,10 @@ type BreakerConfig struct {
 type ModelMetaConfig struct {
 	// ContextTokens is the context window in tokens (0: not overridden).
 	ContextTokens int64 `json:"contextTokens"`
+	// MaxOutputTokens is the most output tokens one response may carry
+	// (0: not overridden): what a request that names no output cap may
+	// produce.
+	MaxOutputTokens int64 `json:"maxOutputTokens"`
 	// InputCostPerMTokMicroUsd is the input price per 1,000,000 tokens in
 	// micro-USD (0: not overridden, unless Free).
 	InputCostPerMTokMicroUsd int64 `json:"inputCostPerMTokMicroUsd"`

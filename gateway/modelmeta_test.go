@@ -100,6 +100,7 @@ func TestModelMetadataLayers(t *testing.T) {
 func TestModelMetadataConfigErrors(t *testing.T) {
 	cases := map[string]string{
 		`"modelMeta":{"m":{"contextTokens":-1}}`:                                                `modelMeta["m"].contextTokens: -1 must not be negative`,
+		`"modelMeta":{"m":{"maxOutputTokens":-2}}`:                                              `modelMeta["m"].maxOutputTokens: -2 must not be negative`,
 		`"modelMeta":{"m":{"inputCostPerMTokMicroUsd":-5}}`:                                     `modelMeta["m"].inputCostPerMTokMicroUsd: -5 must not be negative`,
 		`"modelMeta":{"m":{"free":true,"outputCostPerMTokMicroUsd":3}}`:                         `modelMeta["m"].free: contradicts a non-zero cost`,
 		`"modelMeta":{"m":null}`:                                                                `modelMeta["m"]: nil value`,
@@ -170,12 +171,110 @@ func TestModelMetadataCapturedFromMetadataPath(t *testing.T) {
 func TestConfigFromMapModelMeta(t *testing.T) {
 	cfg, err := ConfigFromMap(map[string]interface{}{
 		"providers": map[string]interface{}{"p": map[string]interface{}{"type": "openai", "discovery": "true", "metadataPath": "/api/v0/models"}},
-		"modelMeta": map[string]interface{}{"p/m": map[string]interface{}{"contextTokens": "524288", "free": "true"}},
+		"modelMeta": map[string]interface{}{"p/m": map[string]interface{}{"contextTokens": "524288", "maxOutputTokens": "8192", "free": "true"}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := cfg.ModelMeta["p/m"]; m.ContextTokens != 524288 || !m.Free || cfg.Providers["p"].MetadataPath != "/api/v0/models" {
+	if m := cfg.ModelMeta["p/m"]; m.ContextTokens != 524288 || m.MaxOutputTokens != 8192 || !m.Free || cfg.Providers["p"].MetadataPath != "/api/v0/models" {
 		t.Fatalf("decoded %+v", *m)
+	}
+}
+
+func TestModelMetaTableParse(t *testing.T) {
+	table := parseModelTable("full\t200000\t3000000\t15000000\t64000\n" +
+		"unknowns\t-\t-\t0\t-\n" +
+		"four-columns\t1000\t1\t2\n" +
+		"six-columns\t1000\t1\t2\t3\t4\n" +
+		"\n")
+	if len(table) != 2 {
+		t.Fatalf("parsed %d rows, want 2 (only 5-column lines): %+v", len(table), table)
+	}
+	full := table["full"]
+	if full.context != 200000 || full.maxOutput != 64000 || full.input != (metaCost{3000000, true}) || full.output != (metaCost{15000000, true}) {
+		t.Fatalf("full: %+v", full)
+	}
+	u := table["unknowns"]
+	if u.context != 0 || u.maxOutput != 0 || u.input.known || u.output != (metaCost{0, true}) {
+		t.Fatalf("unknowns: %+v", u)
+	}
+}
+
+// The generated table carries LiteLLM's max_output_tokens (values read
+// from ../shared/data/litellm_model_prices.json); an embedding model has
+// none.
+func TestModelMetaBuiltinMaxOutput(t *testing.T) {
+	want := map[string]int64{"claude-sonnet-4-5": 64000, "gpt-4o": 16384, "gemini-2.5-pro": 65535, "text-embedding-3-small": 0}
+	for id, w := range want {
+		e, ok := builtinModels()[id]
+		if !ok {
+			t.Errorf("%s: not in the built-in table", id)
+			continue
+		}
+		if e.maxOutput != w {
+			t.Errorf("%s: maxOutput %d, want %d", id, e.maxOutput, w)
+		}
+	}
+}
+
+// maxOutputTokens: modelMeta ("provider/model", then bare) before the
+// built-in table, an alias's own entry before its target's; the same
+// value resolveMeta reports, on every kind of route and after a user's
+// route is remembered.
+func TestModelMetaMaxOutputTokens(t *testing.T) {
+	g, err := newGatewayFromConfig(t, `{"providers":{
+		"oai":{"type":"openai","baseUrl":"http://127.0.0.1:9","models":["gpt-4o","gpt-5-mini","local-x","claude-sonnet-4-5"]},
+		"ant":{"type":"anthropic","apiKey":"k","baseUrl":"http://127.0.0.1:9","models":["claude-sonnet-4-5"]}},
+		"modelMeta":{
+			"oai/gpt-5-mini":{"maxOutputTokens":1000},
+			"local-x":{"maxOutputTokens":2048,"contextTokens":8192},
+			"ant/claude-sonnet-4-5":{"contextTokens":100000},
+			"team/capped":{"maxOutputTokens":512},
+			"team/ctx":{"contextTokens":4096}},
+		"modelAliases":{"team/capped":"gpt-4o","team/ctx":"oai/gpt-5-mini"},
+		"groups":{"g":{}},"users":{"inline":[{"name":"u","group":"g","apiKey":"sk-max"}]}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{
+		"gpt-4o":                16384, // built-in
+		"oai/gpt-4o":            16384,
+		"gpt-5-mini":            1000, // provider/model override, reached bare
+		"oai/gpt-5-mini":        1000,
+		"local-x":               2048, // bare override; not in the table
+		"oai/local-x":           2048,
+		"ant/claude-sonnet-4-5": 64000, // a context override leaves the built-in max output
+		"claude-sonnet-4-5":     64000, // bare: ant owns it (sorted provider names)
+		"oai/claude-sonnet-4-5": 64000,
+		"team/capped":           512,  // the alias's own entry beats the target's built-in 16384
+		"team/ctx":              1000, // an alias entry without maxOutputTokens inherits its target's
+	}
+	reg := g.models()
+	users := g.users.current()
+	user := users.users[0].user
+	for id, w := range want {
+		route, e := reg.route(id)
+		if e != nil {
+			t.Fatalf("%s: %v", id, e)
+		}
+		if got := maxOutputTokens(g, route); got != w {
+			t.Errorf("%s: maxOutputTokens %d, want %d", id, got, w)
+		}
+		if got := reg.resolveMeta(route).maxOutput; got != w {
+			t.Errorf("%s: resolveMeta maxOutput %d, want %d", id, got, w)
+		}
+		for i := 0; i < 2; i++ { // the first resolution, then the remembered one
+			r, e := resolveModel(g, user, id)
+			if e != nil || maxOutputTokens(g, r) != w {
+				t.Errorf("%s (user, pass %d): %d %v, want %d", id, i, maxOutputTokens(g, r), e, w)
+			}
+		}
+	}
+	entries := reg.entries()
+	for i := 0; i < len(entries); i++ {
+		e := entries[i]
+		if w, ok := want[e.id]; ok && e.route.maxOutput != w {
+			t.Errorf("listing %s: maxOutput %d, want %d", e.id, e.route.maxOutput, w)
+		}
 	}
 }

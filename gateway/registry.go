@@ -23,13 +23,16 @@ import (
 // use. An explicit "provider/model" id has exactly one candidate.
 type modelRegistry struct {
 	providers map[string]*providerRuntime
-	names     []string            // sorted
-	models    map[string][]string // provider -> sorted known ids
-	known     map[string]map[string]bool
+	names     []string                      // sorted
+	models    map[string][]string           // provider -> sorted known ids
 	bare      map[string][]*providerRuntime // bare id -> every provider that knows it, in candidate order
-	// bareCandidates is bare as candidate lists, built once per snapshot
-	// and shared by every request that routes the id: read-only.
+	// bareCandidates is bare as candidate lists, and direct is each
+	// provider's known ids as one-candidate lists (provider -> model ->
+	// list, for "provider/model" ids): built once per snapshot, with
+	// each candidate's resolved metadata, and shared by every request
+	// that routes the id: read-only.
 	bareCandidates map[string][]candidate
+	direct         map[string]map[string][]candidate
 	aliases        map[string]string
 	aliasNames     []string // sorted
 	meta           map[string]*ModelMetaConfig
@@ -43,7 +46,7 @@ type modelRegistry struct {
 func newModelRegistry(c *compiledConfig, found discoverySnapshot, warnings *warningLog) *modelRegistry {
 	discovered := found.models
 	r := &modelRegistry{providers: c.providers, names: c.providerNames, bare: map[string][]*providerRuntime{},
-		models: map[string][]string{}, known: map[string]map[string]bool{}, aliases: c.aliases, aliasNames: c.aliasNames,
+		models: map[string][]string{}, direct: map[string]map[string][]candidate{}, aliases: c.aliases, aliasNames: c.aliasNames,
 		meta: c.modelMeta, contexts: found.contexts}
 	for i := 0; i < len(r.names); i++ {
 		p := r.providers[r.names[i]]
@@ -57,7 +60,7 @@ func newModelRegistry(c *compiledConfig, found discoverySnapshot, warnings *warn
 			}
 		}
 		sort.Strings(ids)
-		r.models[p.name], r.known[p.name] = ids, set
+		r.models[p.name] = ids
 		for j := 0; j < len(ids); j++ {
 			m := ids[j]
 			if owners := r.bare[m]; len(owners) > 0 {
@@ -72,11 +75,20 @@ func newModelRegistry(c *compiledConfig, found discoverySnapshot, warnings *warn
 			}
 		}
 	}
+	for i := 0; i < len(r.names); i++ {
+		p := r.providers[r.names[i]]
+		ids := r.models[p.name]
+		direct := make(map[string][]candidate, len(ids))
+		for j := 0; j < len(ids); j++ {
+			direct[ids[j]] = []candidate{r.newCandidate(p, ids[j])}
+		}
+		r.direct[p.name] = direct
+	}
 	r.bareCandidates = make(map[string][]candidate, len(r.bare))
 	for id, owners := range r.bare {
 		cands := make([]candidate, len(owners))
 		for i := 0; i < len(owners); i++ {
-			cands[i] = candidate{provider: owners[i], model: id}
+			cands[i] = r.direct[owners[i].name][id][0]
 		}
 		r.bareCandidates[id] = cands
 	}
@@ -91,14 +103,22 @@ type modelRoute struct {
 	provider   *providerRuntime
 	model      string // the provider's own id
 	alias      string // the alias the client used; "" for a direct id
+	maxOutput  int64  // the first candidate's maximum output tokens (the alias's modelMeta entry first); 0 unknown
 	candidates []candidate
 }
 
 // candidate is one provider that can serve a request, with its own id
-// for the model.
+// for the model and that model's maximum output tokens (0 unknown).
 type candidate struct {
-	provider *providerRuntime
-	model    string
+	provider  *providerRuntime
+	model     string
+	maxOutput int64
+}
+
+// newCandidate builds a snapshot's candidate for provider p's model,
+// resolving its metadata once (r.meta and r.contexts must be set).
+func (r *modelRegistry) newCandidate(p *providerRuntime, model string) candidate {
+	return candidate{provider: p, model: model, maxOutput: r.resolveMeta(modelRoute{provider: p, model: model}).maxOutput}
 }
 
 // route resolves a client model id: an exact alias first (its target then
@@ -110,8 +130,7 @@ func (r *modelRegistry) route(id string) (modelRoute, *apiError) {
 			return modelRoute{}, apierr.New(http.StatusNotFound, "invalid_request_error", "model_not_found",
 				"model alias \""+id+"\" points at \""+target+"\", which no configured provider serves")
 		}
-		route.alias = id
-		return route, nil
+		return aliasRoute(r, route, id), nil
 	}
 	route, ok := r.resolve(id)
 	if !ok {
@@ -125,18 +144,33 @@ func (r *modelRegistry) route(id string) (modelRoute, *apiError) {
 // when no configured provider knows the id.
 func (r *modelRegistry) resolve(id string) (modelRoute, bool) {
 	if i := strings.IndexByte(id, '/'); i > 0 {
-		if prefixed, found := r.providers[id[:i]]; found {
-			rest := id[i+1:]
-			if r.known[prefixed.name][rest] {
-				return modelRoute{provider: prefixed, model: rest, candidates: []candidate{{provider: prefixed, model: rest}}}, true
-			}
+		if cands := r.direct[id[:i]][id[i+1:]]; len(cands) > 0 {
+			return routeTo(cands), true
 		}
 	}
 	cands := r.bareCandidates[id]
 	if len(cands) == 0 {
 		return modelRoute{}, false
 	}
-	return modelRoute{provider: cands[0].provider, model: id, candidates: cands}, true
+	return routeTo(cands), true
+}
+
+// aliasRoute is target (the alias's resolved target) as reached through
+// alias: the alias's own modelMeta entry overrides the target's maximum
+// output, as resolveMeta's alias layer does.
+func aliasRoute(r *modelRegistry, target modelRoute, alias string) modelRoute {
+	target.alias = alias
+	if m := r.meta[alias]; m != nil && m.MaxOutputTokens > 0 {
+		target.maxOutput = m.MaxOutputTokens
+	}
+	return target
+}
+
+// routeTo is the route whose candidates are cands (non-empty, a
+// snapshot's own list).
+func routeTo(cands []candidate) modelRoute {
+	first := cands[0]
+	return modelRoute{provider: first.provider, model: first.model, maxOutput: first.maxOutput, candidates: cands}
 }
 
 // modelEntry is one row of the model list.
@@ -161,17 +195,17 @@ func (r *modelRegistry) buildListing() []modelEntry {
 		ids := r.models[p.name]
 		for j := 0; j < len(ids); j++ {
 			m := ids[j]
+			route := routeTo(r.direct[p.name][m])
 			if r.bare[m][0] == p {
-				out = append(out, modelEntry{id: m, route: modelRoute{provider: p, model: m}})
+				out = append(out, modelEntry{id: m, route: route})
 			}
-			out = append(out, modelEntry{id: p.name + "/" + m, route: modelRoute{provider: p, model: m}})
+			out = append(out, modelEntry{id: p.name + "/" + m, route: route})
 		}
 	}
 	for i := 0; i < len(r.aliasNames); i++ {
 		alias := r.aliasNames[i]
 		if route, ok := r.resolve(r.aliases[alias]); ok {
-			route.alias = alias
-			out = append(out, modelEntry{id: alias, route: route})
+			out = append(out, modelEntry{id: alias, route: aliasRoute(r, route, alias)})
 		}
 	}
 	return out

@@ -7,12 +7,14 @@ import (
 	"sync"
 )
 
-// modelMeta is what the gateway knows about one model for display. A
-// zero context or a cost with known == false is unknown, never invented.
+// modelMeta is what the gateway knows about one model: for display, and
+// (maxOutput) for budget reservations. A zero context or maxOutput, or a
+// cost with known == false, is unknown, never invented.
 type modelMeta struct {
-	context int64
-	input   metaCost
-	output  metaCost
+	context   int64
+	maxOutput int64 // the most output tokens one response may carry
+	input     metaCost
+	output    metaCost
 }
 
 // metaCost is one price in micro-USD per 1,000,000 tokens.
@@ -23,9 +25,10 @@ type metaCost struct {
 
 // builtinEntry is one row of the generated built-in table.
 type builtinEntry struct {
-	context int64
-	input   metaCost
-	output  metaCost
+	context   int64
+	maxOutput int64
+	input     metaCost
+	output    metaCost
 }
 
 var (
@@ -41,22 +44,35 @@ func builtinModels() map[string]builtinEntry {
 	return builtinTable
 }
 
-// parseModelTable reads "id\tcontext\tinput\toutput" lines; "-" is unknown.
+// parseModelTable reads "id\tcontext\tinput\toutput\tmaxOutput" lines
+// (the generated table's five columns; a line of any other shape is
+// skipped); "-" is unknown.
 func parseModelTable(table string) map[string]builtinEntry {
 	out := map[string]builtinEntry{}
 	lines := strings.Split(table, "\n")
 	for i := 0; i < len(lines); i++ {
 		f := strings.Split(lines[i], "\t")
-		if len(f) != 4 {
+		if len(f) != 5 {
 			continue
 		}
 		var e builtinEntry
-		e.context, _ = strconv.ParseInt(f[1], 10, 64)
+		e.context = parseTokens(f[1])
 		e.input = parseMetaCost(f[2])
 		e.output = parseMetaCost(f[3])
+		e.maxOutput = parseTokens(f[4])
 		out[f[0]] = e
 	}
 	return out
+}
+
+// parseTokens reads a token count; 0 (unknown) for "-", a negative or a
+// malformed field.
+func parseTokens(field string) int64 {
+	n, err := strconv.ParseInt(field, 10, 64)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
 }
 
 func parseMetaCost(field string) metaCost {
@@ -81,6 +97,9 @@ func compileModelMeta(entries map[string]*ModelMetaConfig) (map[string]*ModelMet
 		if m.ContextTokens < 0 {
 			return nil, fmt.Errorf("config: %s.contextTokens: %d must not be negative", field, m.ContextTokens)
 		}
+		if m.MaxOutputTokens < 0 {
+			return nil, fmt.Errorf("config: %s.maxOutputTokens: %d must not be negative", field, m.MaxOutputTokens)
+		}
 		if m.InputCostPerMTokMicroUsd < 0 {
 			return nil, fmt.Errorf("config: %s.inputCostPerMTokMicroUsd: %d must not be negative", field, m.InputCostPerMTokMicroUsd)
 		}
@@ -104,6 +123,9 @@ func metaLayer(known modelMeta, m *ModelMetaConfig) modelMeta {
 	if known.context == 0 && m.ContextTokens > 0 {
 		known.context = m.ContextTokens
 	}
+	if known.maxOutput == 0 && m.MaxOutputTokens > 0 {
+		known.maxOutput = m.MaxOutputTokens
+	}
 	if m.Free {
 		if !known.input.known {
 			known.input = metaCost{known: true}
@@ -123,10 +145,11 @@ func metaLayer(known modelMeta, m *ModelMetaConfig) modelMeta {
 
 // resolveMeta resolves a model's metadata, most specific layer first:
 // context from modelMeta ("provider/model", then bare), the provider's
-// discovery-captured context, the built-in table; cost from modelMeta
-// (or its free flag), a ":free" id suffix, the built-in table. An alias
-// takes its own modelMeta entry's fields first and inherits the rest
-// from its target.
+// discovery-captured context, the built-in table; the maximum output
+// from modelMeta, then the built-in table (discovery does not report
+// it); cost from modelMeta (or its free flag), a ":free" id suffix, the
+// built-in table. An alias takes its own modelMeta entry's fields first
+// and inherits the rest from its target.
 func (r *modelRegistry) resolveMeta(route modelRoute) modelMeta {
 	var m modelMeta
 	if route.alias != "" {
@@ -149,6 +172,9 @@ func (r *modelRegistry) resolveMeta(route modelRoute) modelMeta {
 		if m.context == 0 {
 			m.context = b.context
 		}
+		if m.maxOutput == 0 {
+			m.maxOutput = b.maxOutput
+		}
 		if !m.input.known {
 			m.input = b.input
 		}
@@ -157,4 +183,15 @@ func (r *modelRegistry) resolveMeta(route modelRoute) modelMeta {
 		}
 	}
 	return m
+}
+
+// maxOutputTokens is the most output tokens the route's first candidate
+// may produce in one response (0: unknown), for a budget reservation on a
+// request that names no output cap. It is a field read: each registry
+// snapshot resolves every candidate's value once (resolveMeta's
+// maxOutput), the registry's route copies the first candidate's into the
+// route (an alias's own modelMeta entry first), and a user's remembered
+// route keeps it. g is the gateway whose registry built the route.
+func maxOutputTokens(g *Gateway, route modelRoute) int64 {
+	return route.maxOutput
 }
