@@ -77,7 +77,7 @@ func reservationFor(c *call) (int64, int64) {
 	prompt := int64((len(c.req.raw) + 3) / 4)
 	var output int64
 	if c.route.op != opEmbeddings {
-		output = outputCap(c.req.maxOutputTokens, modelMaxOutput(c.g, c.target))
+		output = outputCap(c.req.maxOutputTokens, maxOutputTokens(c.g, c.target))
 	}
 	var cost int64
 	if c.user.costBudget {
@@ -124,10 +124,4 @@ func costOf(g *Gateway, provider, model string, u translate.Usage) int64 {
 	}
 	cost, _ := g.pricer.cost(provider, model, u)
 	return cost
-}
-
-// modelMaxOutput is the first candidate's maximum output in tokens (0:
-// unknown).
-func modelMaxOutput(g *Gateway, target modelRoute) int64 {
-	return 0
 }

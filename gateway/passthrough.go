@@ -75,8 +75,8 @@ func passthroughReservation(c *call, p *providerRuntime, model string) (int64, i
 		prompt = (n + 3) / 4
 	}
 	var modelMax int64
-	if model != "" {
-		modelMax = modelMaxOutput(c.g, modelRoute{provider: p, model: model, candidates: []candidate{{provider: p, model: model}}})
+	if reg, _ := c.g.registry.Load().(*modelRegistry); reg != nil && model != "" {
+		modelMax = reg.resolveMeta(modelRoute{provider: p, model: model}).maxOutput
 	}
 	output := outputCap(0, modelMax)
 	var cost int64

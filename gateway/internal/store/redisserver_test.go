@@ -1,4 +1,5 @@
 //go:build !yaegi
+// +build !yaegi
 
 package store
 

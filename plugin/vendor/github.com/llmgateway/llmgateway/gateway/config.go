@@ -60,6 +60,12 @@ type Config struct {
 	// failed authentications are counted against. Default: none (the TCP
 	// peer is the client).
 	TrustedProxies []string `json:"trustedProxies"`
+	// ReservationTTL is how long a budgeted request's reservation (its
+	// worst-case tokens and cost, held against every token and cost
+	// budget while it runs) lives unless renewed (Go duration, default
+	// "5m", at least "1s"). A live request renews it every half TTL, so
+	// only the reservations of a replica that died expire.
+	ReservationTTL string `json:"reservationTTL"`
 }
 
 // LimitsConfig bounds a group's or a user's traffic. Zero is unlimited.

@@ -22,6 +22,9 @@ const (
 	providerGemini    = "gemini"
 )
 
+// defaultReservationTTL is a budget reservation's life unless renewed.
+const defaultReservationTTL = 5 * time.Minute
+
 // defaultRequestTimeout applies when neither requestTimeout is set.
 const defaultRequestTimeout = 5 * time.Minute
 
@@ -91,6 +94,9 @@ type userRuntime struct {
 	// required), worked out once.
 	scopes     []limitScope
 	costBudget bool
+	// budgeted is whether any scope has a token or cost limit (its
+	// requests then reserve, see reserve.go).
+	budgeted bool
 	// grants are the member groups' grants, primary group first, then the
 	// personal grant when the user has one.
 	grants []*grant
@@ -128,6 +134,7 @@ type compiledConfig struct {
 	redis              *redisSettings // nil: no Redis
 	allowUnpriced      bool
 	trustedProxies     []*net.IPNet // whose X-Forwarded-For names the client (auth throttling)
+	reservationTTL     time.Duration
 	cache              cacheSettings
 	pricing            map[string]modelPrice
 	// warnings are logged once the gateway has a logger.
@@ -157,6 +164,12 @@ func compileConfig(cfg *Config) (*compiledConfig, error) {
 		return nil, err
 	}
 	c.allowUnpriced = cfg.AllowUnpricedWithCostBudget
+	if c.reservationTTL, err = parseTimeout("reservationTTL", cfg.ReservationTTL, defaultReservationTTL); err != nil {
+		return nil, err
+	}
+	if c.reservationTTL < time.Second {
+		return nil, fmt.Errorf("config: reservationTTL: %q must be at least 1s", cfg.ReservationTTL)
+	}
 	if c.trustedProxies, err = compileTrustedProxies(cfg.TrustedProxies); err != nil {
 		return nil, err
 	}

@@ -94,6 +94,7 @@ func New(next http.Handler, cfg *Config, opts Options) (*Gateway, error) {
 		}
 	}
 	g.limiter = newLimiter(counters, fallback, failOpen, nil, log)
+	g.limiter.holdTTL = compiled.reservationTTL
 
 	if next == nil {
 		g.next = http.HandlerFunc(notFound)

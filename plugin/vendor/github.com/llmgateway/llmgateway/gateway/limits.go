@@ -212,6 +212,9 @@ type setKeys struct {
 	// acct is, per scope, tokin, tokout, cost × hour, day, month with
 	// Delta 0: the template account copies.
 	acct []store.Incr
+	// plan is the admission with reservations (reserve.go), nil when no
+	// scope has a token or cost budget.
+	plan *admitPlan
 }
 
 // scopeKeyCache holds the *setKeys of the latest minute seen for the
@@ -284,6 +287,7 @@ func buildSetKeys(scopes []limitScope, now time.Time, minute int64) *setKeys {
 			}
 		}
 	}
+	k.plan = buildAdmitPlan(scopes, k, b)
 	return k
 }
 
@@ -320,6 +324,11 @@ type limiter struct {
 	now      func() time.Time
 	log      *logger
 	async    *attemptCounts // provider success rates, written in the background (rejections are counted on the request path)
+	// holder admits budgeted requests with reservations (counters, which
+	// every store.Counter the gateway builds also is); holdTTL is a
+	// reservation's life unless renewed.
+	holder  store.Holder
+	holdTTL time.Duration
 
 	lastErrorLog atomic.Int64 // unix nanos of the last store-error line
 }
@@ -328,7 +337,8 @@ func newLimiter(counters store.Counter, fallback *store.Memory, failOpen bool, n
 	if now == nil {
 		now = time.Now
 	}
-	l := &limiter{counters: counters, fallback: fallback, failOpen: failOpen, now: now, log: log}
+	l := &limiter{counters: counters, fallback: fallback, failOpen: failOpen, now: now, log: log, holdTTL: defaultReservationTTL}
+	l.holder, _ = counters.(store.Holder)
 	l.async = newAttemptCounts(l)
 	return l
 }
@@ -490,7 +500,26 @@ func (l *limiter) countRejection(ctx context.Context, scopes []limitScope, refus
 // hour, day and month windows. One store round trip; nothing when there
 // is nothing to add.
 func (l *limiter) account(ctx context.Context, scopes []limitScope, u translate.Usage, costMicros int64) {
-	tin, tout := u.PromptTokens, u.CompletionTokens
+	if len(scopes) == 0 || (u.PromptTokens <= 0 && u.CompletionTokens <= 0 && costMicros <= 0) {
+		return
+	}
+	now := l.now()
+	sec := now.Unix() // unixMinute, inlined
+	minute := sec / 60
+	if sec%60 < 0 {
+		minute--
+	}
+	incrs := usageIncrs(setKeysAt(scopes, now, minute).acct, len(scopes), u.PromptTokens, u.CompletionTokens, costMicros)
+	if _, _, err := l.run(ctx, incrs, nil); err != nil {
+		l.log.errorf("usage of a finished request could not be recorded: %v", err)
+	}
+}
+
+// usageIncrs is the account batch of a request's usage from a minute's
+// template a (per scope tokin, tokout, cost × hour, day, month, Delta
+// 0): a copy with the deltas set, skipping a metric with nothing to add;
+// nil when there is nothing.
+func usageIncrs(a []store.Incr, scopes int, tin, tout, costMicros int64) []store.Incr {
 	n := 0
 	if tin > 0 {
 		n++
@@ -501,40 +530,26 @@ func (l *limiter) account(ctx context.Context, scopes []limitScope, u translate.
 	if costMicros > 0 {
 		n++
 	}
-	if n == 0 || len(scopes) == 0 {
-		return
+	if n == 0 {
+		return nil
 	}
-	now := l.now()
-	sec := now.Unix() // unixMinute, inlined
-	minute := sec / 60
-	if sec%60 < 0 {
-		minute--
+	if n < 3 {
+		return someUsageIncrs(a, scopes*n*3, tin, tout, costMicros)
 	}
-	a := setKeysAt(scopes, now, minute).acct
-	// Per scope, tokin, tokout then cost (each × hour, day, month),
-	// skipping a metric with nothing to add: a copy of the cached
-	// template with the deltas set.
-	var incrs []store.Incr
-	if n == 3 {
-		incrs = make([]store.Incr, len(a))
-		copy(incrs, a)
-		for j := 0; j < len(incrs); j += 9 {
-			incrs[j].Delta = tin
-			incrs[j+1].Delta = tin
-			incrs[j+2].Delta = tin
-			incrs[j+3].Delta = tout
-			incrs[j+4].Delta = tout
-			incrs[j+5].Delta = tout
-			incrs[j+6].Delta = costMicros
-			incrs[j+7].Delta = costMicros
-			incrs[j+8].Delta = costMicros
-		}
-	} else {
-		incrs = someUsageIncrs(a, len(scopes)*n*3, tin, tout, costMicros)
+	incrs := make([]store.Incr, len(a))
+	copy(incrs, a)
+	for j := 0; j < len(incrs); j += 9 {
+		incrs[j].Delta = tin
+		incrs[j+1].Delta = tin
+		incrs[j+2].Delta = tin
+		incrs[j+3].Delta = tout
+		incrs[j+4].Delta = tout
+		incrs[j+5].Delta = tout
+		incrs[j+6].Delta = costMicros
+		incrs[j+7].Delta = costMicros
+		incrs[j+8].Delta = costMicros
 	}
-	if _, _, err := l.run(ctx, incrs, nil); err != nil {
-		l.log.errorf("usage of a finished request could not be recorded: %v", err)
-	}
+	return incrs
 }
 
 // someUsageIncrs is account's batch when some metric has nothing to add

@@ -10,13 +10,24 @@ import (
 // Metering: where the routes meet limits and accounting.
 
 // admit counts the request in its scopes and refuses it when a limit is
-// exhausted (429), the store is down and failOpen is off (503), or the
-// model has no known price while the caller has a cost budget (402).
-// model is "" when no price is needed: the request names no model
-// (native passthrough without a readable one) or is never cost-accounted
-// (the media routes).
-func admit(g *Gateway, r *http.Request, user *userRuntime, provider, model string) *apiError {
-	if e := g.limiter.checkAndCount(r.Context(), user.scopes); e != nil {
+// exhausted or its reservation does not fit a token or cost budget
+// (429), the store is down and failOpen is off (503), or the model has no
+// known price while the caller has a cost budget (402). model is "" when
+// no price is needed: the request names no model (native passthrough
+// without a readable one) or is never cost-accounted (the media routes).
+// tokens and cost are the request's worst case (reservationFor), reserved
+// when the caller has a token or cost budget and the route is priced;
+// the reservation (c.resv) is settled by the account stage, or released
+// when the request ends without one.
+func admit(c *call, provider, model string, tokens, cost int64) *apiError {
+	g, user := c.g, c.user
+	if user.budgeted && c.route.priced {
+		r, e := g.limiter.reserve(c.r.Context(), user.scopes, tokens, cost)
+		if e != nil {
+			return e
+		}
+		c.resv = r
+	} else if e := g.limiter.checkAndCount(c.r.Context(), user.scopes); e != nil {
 		return e
 	}
 	if model == "" || g.cfg.allowUnpriced || !user.costBudget {
@@ -28,11 +39,67 @@ func admit(g *Gateway, r *http.Request, user *userRuntime, provider, model strin
 	return nil
 }
 
+// outputCap is what a request may generate, in tokens: its own cap
+// (capTokens), else the model's maximum output when known, else
+// defaultOutputCapTokens.
+func outputCap(capTokens, modelMax int64) int64 {
+	if capTokens > 0 {
+		return capTokens
+	}
+	if modelMax > 0 {
+		return modelMax
+	}
+	return defaultOutputCapTokens
+}
+
+// worstCost is the cost in micro-USD of prompt input and output tokens
+// at the dearest priced candidate (0 when none is priced).
+func worstCost(g *Gateway, candidates []candidate, prompt, output int64) int64 {
+	var worst int64
+	u := translate.Usage{PromptTokens: prompt, CompletionTokens: output}
+	for i := 0; i < len(candidates); i++ {
+		if pr, ok := priceOf(g, candidates[i].provider.name, candidates[i].model); ok {
+			if c := costMicros(pr, u); c > worst {
+				worst = c
+			}
+		}
+	}
+	return worst
+}
+
+// reservationFor is a unified-route request's worst case: the prompt
+// estimate, ceil(body bytes / 4), plus its output cap (none for
+// embeddings), in tokens, and that at the dearest candidate's price.
+func reservationFor(c *call) (int64, int64) {
+	if !c.user.budgeted || !c.route.priced {
+		return 0, 0
+	}
+	prompt := int64((len(c.req.raw) + 3) / 4)
+	var output int64
+	if c.route.op != opEmbeddings {
+		output = outputCap(c.req.maxOutputTokens, maxOutputTokens(c.g, c.target))
+	}
+	var cost int64
+	if c.user.costBudget {
+		cost = worstCost(c.g, c.target.candidates, prompt, output)
+	}
+	return prompt + output, cost
+}
+
 // errUnpriced is the 402 of a cost-budgeted caller's unpriced model.
 func errUnpriced(provider, model string) *apiError {
 	return apierr.New(http.StatusPaymentRequired, "invalid_request_error", "model_unpriced",
 		"model \""+model+"\" on provider \""+provider+"\" has no known price and your group or user has a cost budget; "+
 			"an operator can add a pricing entry or set allowUnpricedWithCostBudget")
+}
+
+func hasTokenBudget(scopes []limitScope) bool {
+	for i := 0; i < len(scopes); i++ {
+		if scopes[i].limits.hasTokenLimits() {
+			return true
+		}
+	}
+	return false
 }
 
 func hasCostBudget(scopes []limitScope) bool {

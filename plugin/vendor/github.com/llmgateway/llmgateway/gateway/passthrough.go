@@ -51,13 +51,39 @@ func (g *Gateway) servePassthrough(w http.ResponseWriter, r *http.Request, p *pr
 		return
 	}
 	c.rec.requestedModel, c.rec.model = model, model
-	if e := admit(g, r, c.user, p.name, model); e != nil {
+	tokens, cost := passthroughReservation(c, p, model)
+	if e := admit(c, p.name, model, tokens, cost); e != nil {
 		reject(c, e)
 		return
 	}
 	_ = http.NewResponseController(w).EnableFullDuplex()
 	out := proxy(c, p, body, model)
 	account(c, out)
+}
+
+// passthroughReservation is a passthrough request's worst case: the
+// prompt estimate from its Content-Length (0 when it has none: the
+// estimate error is then the whole prompt), plus the model's maximum
+// output when the model is known and priced on this provider, else
+// defaultOutputCapTokens; the cost at the model's price.
+func passthroughReservation(c *call, p *providerRuntime, model string) (int64, int64) {
+	if !c.user.budgeted || !mayCost(c.r) {
+		return 0, 0
+	}
+	var prompt int64
+	if n := c.r.ContentLength; n > 0 {
+		prompt = (n + 3) / 4
+	}
+	var modelMax int64
+	if reg, _ := c.g.registry.Load().(*modelRegistry); reg != nil && model != "" {
+		modelMax = reg.resolveMeta(modelRoute{provider: p, model: model}).maxOutput
+	}
+	output := outputCap(0, modelMax)
+	var cost int64
+	if c.user.costBudget && model != "" {
+		cost = worstCost(c.g, []candidate{{provider: p, model: model}}, prompt, output)
+	}
+	return prompt + output, cost
 }
 
 // admitPassthrough checks a passthrough request before any upstream

@@ -28,7 +28,10 @@ type call struct {
 	// entry is written with cacheTTL.
 	cacheKey string
 	cacheTTL time.Duration
-	rec      requestRecord
+	// resv is the request's budget reservation (nil: none), settled by
+	// the account stage or released by finish.
+	resv *reservation
+	rec  requestRecord
 }
 
 func newCall(g *Gateway, w http.ResponseWriter, r *http.Request, rt *route) *call {
@@ -121,7 +124,8 @@ func limit(c *call) bool {
 	if c.route.priced {
 		priced = c.target.model
 	}
-	if e := admit(c.g, c.r, c.user, c.target.provider.name, priced); e != nil {
+	tokens, cost := reservationFor(c)
+	if e := admit(c, c.target.provider.name, priced, tokens, cost); e != nil {
 		reject(c, e)
 		return false
 	}

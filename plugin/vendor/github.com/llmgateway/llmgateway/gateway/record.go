@@ -99,7 +99,16 @@ func account(c *call, out *outcome) {
 		u = estimateUsage(out.requestBytes)
 	}
 	c.rec.usage = u
-	accountUsage(c.g, c.user, c.rec.provider, c.rec.model, u)
+	if r := c.resv; r != nil {
+		c.resv = nil
+		var cost int64
+		if u.PromptTokens > 0 || u.CompletionTokens > 0 {
+			cost = costOf(c.g, c.rec.provider, c.rec.model, u)
+		}
+		r.settle(u, cost)
+	} else {
+		accountUsage(c.g, c.user, c.rec.provider, c.rec.model, u)
+	}
 	saveCached(c, out)
 }
 
@@ -121,6 +130,12 @@ func estimateStream(c *call, out *outcome) translate.Usage {
 // finish is the record stage: it completes the request record and hands
 // it to the hook.
 func finish(c *call) {
+	if r := c.resv; r != nil {
+		// Ended before the account stage (refused after admission, an
+		// upstream failure, a cache hit): nothing was used.
+		c.resv = nil
+		r.settle(translate.Usage{}, 0)
+	}
 	emitRecord(c.g, &c.rec)
 }
 

@@ -84,6 +84,7 @@ func compileUser(field string, uc *UserConfig, groups map[string]*grant) (compil
 	}
 	u.scopes = userScopes(u, limits)
 	u.costBudget = hasCostBudget(u.scopes)
+	u.budgeted = u.costBudget || hasTokenBudget(u.scopes)
 	key, err := resolveSecret(uc.APIKey)
 	if err != nil {
 		return compiledUser{}, fmt.Errorf("%s.apiKey: %v", field, err)

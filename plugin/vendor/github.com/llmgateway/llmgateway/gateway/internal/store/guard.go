@@ -151,3 +151,45 @@ func (s *Guarded) SetBlob(ctx context.Context, key string, value []byte, ttl tim
 	s.end(ctx, opCtx, err, probe, started)
 	return err
 }
+
+// Admit is the inner Admit under the guard.
+func (s *Guarded) Admit(ctx context.Context, a *Admission) (Verdict, error) {
+	ok, probe := s.begin()
+	if !ok {
+		return Verdict{}, errCoolingDown
+	}
+	opCtx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	started := s.now()
+	v, err := s.inner.Admit(opCtx, a)
+	s.end(ctx, opCtx, err, probe, started)
+	return v, err
+}
+
+// Settle is the inner Settle under the guard.
+func (s *Guarded) Settle(ctx context.Context, st *Settlement) error {
+	ok, probe := s.begin()
+	if !ok {
+		return errCoolingDown
+	}
+	opCtx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	started := s.now()
+	err := s.inner.Settle(opCtx, st)
+	s.end(ctx, opCtx, err, probe, started)
+	return err
+}
+
+// Renew is the inner Renew under the guard.
+func (s *Guarded) Renew(ctx context.Context, budgets []Budget, h Hold) error {
+	ok, probe := s.begin()
+	if !ok {
+		return errCoolingDown
+	}
+	opCtx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	started := s.now()
+	err := s.inner.Renew(opCtx, budgets, h)
+	s.end(ctx, opCtx, err, probe, started)
+	return err
+}

@@ -19,6 +19,8 @@ type Memory struct {
 	// a TTL is kept, so Apply calls retention once per distinct TTL.
 	keep map[time.Duration]int64
 	ops  int
+	// holds are the budgets' live holds (hold.go), by Budget.Holds.
+	holds map[string]*memoryHolds
 }
 
 type memoryEntry struct {
@@ -54,7 +56,22 @@ func (m *Memory) Apply(ctx context.Context, incrs []Incr, gets []string) ([]int6
 	if m.ops%memorySweepEvery == 0 {
 		m.sweep(now)
 	}
-	incrOut := make([]int64, len(incrs))
+	incrOut := applyIncrs(m, now, incrs)
+	getOut := make([]int64, len(gets))
+	for i := 0; i < len(gets); i++ {
+		if e := m.entries[gets[i]]; e != nil && now < e.expires {
+			getOut[i] = e.value
+		}
+	}
+	m.mu.Unlock()
+	return incrOut, getOut, nil
+}
+
+// applyIncrs adds each incr's delta to its key (a missing or expired
+// key starts at 0), sets its expiry, and returns the new values (the
+// caller holds m.mu).
+func applyIncrs(m *Memory, now int64, incrs []Incr) []int64 {
+	out := make([]int64, len(incrs))
 	for i := 0; i < len(incrs); i++ {
 		in := &incrs[i]
 		keep, ok := m.keep[in.TTL]
@@ -72,16 +89,9 @@ func (m *Memory) Apply(ctx context.Context, incrs []Incr, gets []string) ([]int6
 			e.value += in.Delta
 			e.expires = now + keep
 		}
-		incrOut[i] = e.value
+		out[i] = e.value
 	}
-	getOut := make([]int64, len(gets))
-	for i := 0; i < len(gets); i++ {
-		if e := m.entries[gets[i]]; e != nil && now < e.expires {
-			getOut[i] = e.value
-		}
-	}
-	m.mu.Unlock()
-	return incrOut, getOut, nil
+	return out
 }
 
 // keepFor computes and memoizes how long a key written with ttl is kept.
@@ -104,4 +114,5 @@ func (m *Memory) sweep(now int64) {
 			delete(m.entries, k)
 		}
 	}
+	sweepHolds(m, now)
 }

@@ -33,11 +33,12 @@ type Blob interface {
 	SetBlob(ctx context.Context, key string, value []byte, ttl time.Duration) error
 }
 
-// Shared is a store that is both a Counter and a Blob: Redis, and the
+// Shared is a store that is a Counter, a Blob and a Holder: Redis, and the
 // Guarded store around it.
 type Shared interface {
 	Counter
 	Blob
+	Holder
 }
 
 var (

@@ -1,0 +1,307 @@
+package store
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The hold scripts run atomically in Redis (EVALSHA, falling back to
+// EVAL once when Redis does not have the script cached). Expiry is on
+// Redis's own clock (TIME), so replicas' clocks need not agree. Amounts
+// are integers below 2^53 (Lua numbers are doubles); a hold's amounts are
+// read back from its member ("id:tokens:cost") when it expires. The hold
+// keys live for the hold's TTL plus holdKeySlack after their last write,
+// by which time every hold in them has expired.
+
+// holdKeySlackMs is how much longer than a hold's TTL its keys live, in
+// milliseconds (a script literal).
+const holdKeySlackMs = "60000"
+
+// admitScript: KEYS are the counters, then each budget's holds and sums,
+// then every budget check's used counters. ARGV: hold TTL (ms), member,
+// hold tokens, hold cost, number of counters, budgets and checks; per
+// counter its delta and TTL (s); per check its 1-based counter index (0:
+// a budget check), 1-based budget index, 1 for cost, limit, number of
+// used keys. It returns {0} when admitted, else {check (1-based), used,
+// held}.
+const admitScript = `redis.replicate_commands()
+local tm = redis.call('TIME')
+local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+local ttl = tonumber(ARGV[1])
+local member = ARGV[2]
+local nc, nb, nk = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local a = 8
+local counts = {}
+for i = 1, nc do
+  counts[i] = redis.call('INCRBY', KEYS[i], ARGV[a])
+  redis.call('EXPIRE', KEYS[i], ARGV[a + 1])
+  a = a + 2
+end
+local held = {}
+for b = 1, nb do
+  local z, h = KEYS[nc + 2 * b - 1], KEYS[nc + 2 * b]
+  local dead = redis.call('ZRANGEBYSCORE', z, '-inf', now)
+  for _, m in ipairs(dead) do
+    local dt, dc = string.match(m, ':(%d+):(%d+)$')
+    if dt then
+      redis.call('HINCRBY', h, 't', 0 - tonumber(dt))
+      redis.call('HINCRBY', h, 'c', 0 - tonumber(dc))
+    end
+    redis.call('ZREM', z, m)
+  end
+  local s = redis.call('HMGET', h, 't', 'c')
+  held[b] = {tonumber(s[1]) or 0, tonumber(s[2]) or 0}
+end
+local k = nc + 2 * nb + 1
+for c = 1, nk do
+  local ci, bi, cost, limit, nu = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), ARGV[a + 2] == '1', tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
+  a = a + 5
+  if ci > 0 then
+    if counts[ci] > limit then
+      return {c, 0, 0}
+    end
+  else
+    local used = 0
+    for u = 1, nu do
+      used = used + (tonumber(redis.call('GET', KEYS[k])) or 0)
+      k = k + 1
+    end
+    local mine, have = tonumber(ARGV[3]), held[bi][1]
+    if cost then
+      mine, have = tonumber(ARGV[4]), held[bi][2]
+    end
+    if used + have + mine > limit or used + have >= limit then
+      return {c, used, have}
+    end
+  end
+end
+for b = 1, nb do
+  local z, h = KEYS[nc + 2 * b - 1], KEYS[nc + 2 * b]
+  redis.call('ZADD', z, now + ttl, member)
+  redis.call('HINCRBY', h, 't', ARGV[3])
+  redis.call('HINCRBY', h, 'c', ARGV[4])
+  redis.call('PEXPIRE', z, ttl + ` + holdKeySlackMs + `)
+  redis.call('PEXPIRE', h, ttl + ` + holdKeySlackMs + `)
+end
+return {0, 0, 0}
+`
+
+// releaseScript: KEYS are each budget's holds and sums; ARGV the member
+// and the negated amounts. A hold already gone (expired) is not
+// subtracted twice.
+const releaseScript = `for b = 1, #KEYS, 2 do
+  if redis.call('ZREM', KEYS[b], ARGV[1]) == 1 then
+    redis.call('HINCRBY', KEYS[b + 1], 't', ARGV[2])
+    redis.call('HINCRBY', KEYS[b + 1], 'c', ARGV[3])
+  end
+end
+return 0
+`
+
+// renewScript: KEYS are each budget's holds and sums; ARGV the member,
+// its amounts and the TTL (ms).
+const renewScript = `redis.replicate_commands()
+local tm = redis.call('TIME')
+local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+local ttl = tonumber(ARGV[4])
+for b = 1, #KEYS, 2 do
+  if not redis.call('ZSCORE', KEYS[b], ARGV[1]) then
+    redis.call('HINCRBY', KEYS[b + 1], 't', ARGV[2])
+    redis.call('HINCRBY', KEYS[b + 1], 'c', ARGV[3])
+  end
+  redis.call('ZADD', KEYS[b], now + ttl, ARGV[1])
+  redis.call('PEXPIRE', KEYS[b], ttl + ` + holdKeySlackMs + `)
+  redis.call('PEXPIRE', KEYS[b + 1], ttl + ` + holdKeySlackMs + `)
+end
+return 0
+`
+
+// luaScript is a script with its SHA-1 (what EVALSHA names it by).
+type luaScript struct {
+	src, sha string
+}
+
+func newLuaScript(src string) *luaScript {
+	sum := sha1.Sum([]byte(src))
+	return &luaScript{src: src, sha: hex.EncodeToString(sum[:])}
+}
+
+var (
+	admitLua   = newLuaScript(admitScript)
+	releaseLua = newLuaScript(releaseScript)
+	renewLua   = newLuaScript(renewScript)
+)
+
+// appendEval appends EVALSHA sha numkeys keys... args... (or EVAL with
+// the script's source when src is set).
+func appendEval(b []byte, s *luaScript, src bool, keys, args []string) []byte {
+	n := 3 + len(keys) + len(args)
+	b = append(b, '*')
+	b = strconv.AppendInt(b, int64(n), 10)
+	b = append(b, '\r', '\n')
+	if src {
+		b = appendBulk(b, "EVAL")
+		b = appendBulk(b, s.src)
+	} else {
+		b = appendBulk(b, "EVALSHA")
+		b = appendBulk(b, s.sha)
+	}
+	b = appendBulk(b, strconv.Itoa(len(keys)))
+	for i := 0; i < len(keys); i++ {
+		b = appendBulk(b, keys[i])
+	}
+	for i := 0; i < len(args); i++ {
+		b = appendBulk(b, args[i])
+	}
+	return b
+}
+
+func appendBulk(b []byte, s string) []byte {
+	b = append(b, '$')
+	b = strconv.AppendInt(b, int64(len(s)), 10)
+	b = append(b, '\r', '\n')
+	b = append(b, s...)
+	return append(b, '\r', '\n')
+}
+
+// isNoScript reports an error reply saying Redis lacks the script.
+func isNoScript(v respValue) bool {
+	return v.kind == '-' && strings.HasPrefix(v.str, "NOSCRIPT")
+}
+
+// evalBatch runs prefix (commands whose replies are read as incrs, see
+// appendApply) followed by one script call, as one round trip; when
+// Redis lacks the script it is sent again, alone, with its source (a
+// second round trip, once per script after a Redis restart or flush).
+func evalBatch(ctx context.Context, s *Redis, prefix []Incr, script *luaScript, keys, args []string) (*respBatch, respValue, error) {
+	var req []byte
+	if len(prefix) > 0 {
+		req = appendApply(nil, prefix, nil)
+	}
+	bt := &respBatch{req: appendEval(req, script, false, keys, args), incrVals: make([]int64, len(prefix)), replies: make([]respValue, 1)}
+	if err := respDo(ctx, s.c, bt); err != nil {
+		return nil, respValue{}, err
+	}
+	if !isNoScript(bt.replies[0]) {
+		return bt, bt.replies[0], nil
+	}
+	again := &respBatch{req: appendEval(nil, script, true, keys, args), replies: make([]respValue, 1)}
+	if err := respDo(ctx, s.c, again); err != nil {
+		return nil, respValue{}, err
+	}
+	return bt, again.replies[0], nil
+}
+
+func scriptError(name string, v respValue) error {
+	if v.kind == '-' {
+		return redisReplyError(name, v)
+	}
+	return errors.New("redis: " + name + ": unexpected reply type " + strconv.QuoteRune(rune(v.kind)))
+}
+
+// holdTTLMillis is the hold's TTL in whole milliseconds, at least 1.
+func holdTTLMillis(ttl time.Duration) int64 {
+	ms := int64(ttl / time.Millisecond)
+	if ms < 1 {
+		ms = 1
+	}
+	return ms
+}
+
+// Admit runs the admission script: one round trip.
+func (s *Redis) Admit(ctx context.Context, a *Admission) (Verdict, error) {
+	nKeys := len(a.Counts) + 2*len(a.Budgets)
+	nArgs := 7 + 2*len(a.Counts) + 5*len(a.Checks)
+	for i := 0; i < len(a.Checks); i++ {
+		nKeys += len(a.Checks[i].Used)
+	}
+	keys := make([]string, 0, nKeys)
+	args := make([]string, 0, nArgs)
+	args = append(args, strconv.FormatInt(holdTTLMillis(a.Hold.TTL), 10), a.Hold.Member,
+		strconv.FormatInt(a.Hold.Tokens, 10), strconv.FormatInt(a.Hold.Cost, 10),
+		strconv.Itoa(len(a.Counts)), strconv.Itoa(len(a.Budgets)), strconv.Itoa(len(a.Checks)))
+	for i := 0; i < len(a.Counts); i++ {
+		keys = append(keys, a.Counts[i].Key)
+		args = append(args, strconv.FormatInt(a.Counts[i].Delta, 10), strconv.FormatInt(ttlSeconds(a.Counts[i].TTL), 10))
+	}
+	for i := 0; i < len(a.Budgets); i++ {
+		keys = append(keys, a.Budgets[i].Holds, a.Budgets[i].Sums)
+	}
+	for i := 0; i < len(a.Checks); i++ {
+		c := &a.Checks[i]
+		keys = append(keys, c.Used...)
+		cost := "0"
+		if c.Cost {
+			cost = "1"
+		}
+		args = append(args, strconv.Itoa(c.Count), strconv.Itoa(c.Budget+1), cost,
+			strconv.FormatInt(c.Limit, 10), strconv.Itoa(len(c.Used)))
+	}
+	_, v, err := evalBatch(ctx, s, nil, admitLua, keys, args)
+	if err != nil {
+		return Verdict{}, err
+	}
+	if v.kind != '*' || len(v.array) != 3 || v.array[0].kind != ':' || v.array[1].kind != ':' || v.array[2].kind != ':' {
+		return Verdict{}, scriptError("admit script", v)
+	}
+	at := v.array[0].int
+	if at == 0 {
+		return Verdict{Refused: -1}, nil
+	}
+	if at < 1 || at > int64(len(a.Checks)) {
+		return Verdict{}, errors.New("redis: admit script: check index out of range")
+	}
+	return Verdict{Refused: int(at - 1), Used: v.array[1].int, Held: v.array[2].int}, nil
+}
+
+// holdKeys is every budget's holds and sums key, in order.
+func holdKeys(budgets []Budget) []string {
+	keys := make([]string, 0, 2*len(budgets))
+	for i := 0; i < len(budgets); i++ {
+		keys = append(keys, budgets[i].Holds, budgets[i].Sums)
+	}
+	return keys
+}
+
+// Settle sends the usage (INCRBY + EXPIRE per incr, as Apply does) and
+// the release script in ONE pipeline: Redis runs them in order, so the
+// usage is counted before the hold goes.
+func (s *Redis) Settle(ctx context.Context, st *Settlement) error {
+	if len(st.Budgets) == 0 {
+		_, _, err := s.Apply(ctx, st.Incrs, nil)
+		return err
+	}
+	args := []string{st.Hold.Member, strconv.FormatInt(-st.Hold.Tokens, 10), strconv.FormatInt(-st.Hold.Cost, 10)}
+	bt, v, err := evalBatch(ctx, s, st.Incrs, releaseLua, holdKeys(st.Budgets), args)
+	if err != nil {
+		return err
+	}
+	if _, _, err := applyResult(bt); err != nil {
+		return err
+	}
+	if v.kind != ':' {
+		return scriptError("release script", v)
+	}
+	return nil
+}
+
+// Renew runs the renewal script: one round trip.
+func (s *Redis) Renew(ctx context.Context, budgets []Budget, h Hold) error {
+	if len(budgets) == 0 {
+		return nil
+	}
+	args := []string{h.Member, strconv.FormatInt(h.Tokens, 10), strconv.FormatInt(h.Cost, 10), strconv.FormatInt(holdTTLMillis(h.TTL), 10)}
+	_, v, err := evalBatch(ctx, s, nil, renewLua, holdKeys(budgets), args)
+	if err != nil {
+		return err
+	}
+	if v.kind != ':' {
+		return scriptError("renew script", v)
+	}
+	return nil
+}
