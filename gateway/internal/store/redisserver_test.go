@@ -51,4 +51,3 @@ func startRedisServer(t *testing.T) string {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
-
