@@ -111,6 +111,24 @@ func rlChatBody(model, content string, stream, includeUsage bool) []byte {
 	return b
 }
 
+// rlCapped is body with max_tokens set.
+func rlCapped(body []byte, maxTokens int) []byte {
+	var m map[string]interface{}
+	if err := json.Unmarshal(body, &m); err != nil {
+		panic(err)
+	}
+	m["max_tokens"] = maxTokens
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// rlReservation is what a request reserves: ceil(body bytes / 4) plus
+// its max_tokens, in tokens and at the rlPricing prices.
+func rlReservation(body []byte, maxTokens int) (tokens, cost int64) {
+	prompt := int64((len(body) + 3) / 4)
+	return prompt + int64(maxTokens), rlCost(prompt, int64(maxTokens))
+}
+
 type rlEnvelope struct {
 	Error struct {
 		Message string  `json:"message"`
@@ -245,6 +263,23 @@ func (r *rlRedis) commandsProcessed() int64 {
 		}
 	}
 	r.t.Fatalf("INFO stats has no total_commands_processed:\n%s", v.Str)
+	return 0
+}
+
+// commandCalls is the calls of one command in INFO commandstats (0 when
+// Redis has not run it).
+func (r *rlRedis) commandCalls(name string) int64 {
+	r.t.Helper()
+	v, err := r.c.Do("INFO", "commandstats")
+	require.NoError(r.t, err)
+	prefix := "cmdstat_" + name + ":calls="
+	for _, line := range strings.Split(v.Str, "\r\n") {
+		if rest, ok := strings.CutPrefix(line, prefix); ok {
+			n, err := strconv.ParseInt(strings.SplitN(rest, ",", 2)[0], 10, 64)
+			require.NoError(r.t, err)
+			return n
+		}
+	}
 	return 0
 }
 
@@ -416,9 +451,11 @@ func usageStripper(m *mockupstream.Server) http.Handler {
 
 // Usage lands in Redis exactly, per scope and window, and the budgets
 // read it back: acct's group has a token budget of exactly what acct's
-// requests use, est has a cost budget of exactly its one request's cost,
-// so the next request of each is refused — token and cost checks read
-// the counters the accounting wrote.
+// requests use plus one token less than the reservation of the request
+// after them, est has a cost budget of its one request's cost plus,
+// likewise, one micro-USD less than the next one's reservation, so the
+// next request of each is refused — the admission reads the counters
+// the accounting wrote, and no reservation is left behind.
 func TestRedisAccounting(t *testing.T) {
 	rs := redisproc.Start(t)
 	bin := buildGatewayBinary(t)
@@ -430,22 +467,31 @@ func TestRedisAccounting(t *testing.T) {
 		estKey  = "sk-est"
 		// acct's requests below use 20 prompt + 15 completion tokens.
 		acctTokens = 35
+		// Each request's output cap; the refused ones ask for more.
+		capTokens  = 20
+		nextTokens = 1000
 	)
-	estBody := rlChatBody("bare-model", "estimate my prompt tokens from the request size", false, false)
+	estBody := rlCapped(rlChatBody("bare-model", "estimate my prompt tokens from the request size", false, false), 1)
 	estIn := int64((len(estBody) + 3) / 4) // ceil(request bytes / 4)
 	estCost := rlCost(estIn, 0)
+	acctNext := rlCapped(rlChatBody(rlModel, "one more", false, false), nextTokens)
+	estNext := rlCapped(rlChatBody("bare-model", "one more", false, false), nextTokens)
+	acctNextTokens, _ := rlReservation(acctNext, nextTokens)
+	_, estNextCost := rlReservation(estNext, nextTokens)
+	acctBudget := acctTokens + acctNextTokens - 1
+	estBudget := estCost + estNextCost - 1
 	cfg := map[string]interface{}{
 		"providers": map[string]interface{}{
 			"mock": rlProvider(upURL, rlModel),
 			"bare": rlProvider(bare.URL, "bare-model"),
 		},
 		"groups": map[string]interface{}{
-			"g1": map[string]interface{}{"providers": []string{}, "limits": map[string]interface{}{"tokensPerDay": acctTokens}},
+			"g1": map[string]interface{}{"providers": []string{}, "limits": map[string]interface{}{"tokensPerDay": acctBudget}},
 			"g2": map[string]interface{}{"providers": []string{}},
 		},
 		"users": map[string]interface{}{"inline": []map[string]interface{}{
 			rlUser("acct", "g1", acctKey, nil),
-			rlUser("est", "g2", estKey, map[string]interface{}{"limits": map[string]interface{}{"costPerDayUSD": float64(estCost) / 1e6}}),
+			rlUser("est", "g2", estKey, map[string]interface{}{"limits": map[string]interface{}{"costPerDayUSD": float64(estBudget) / 1e6}}),
 		}},
 		"redis":   map[string]interface{}{"address": rs.Addr},
 		"pricing": rlPricing(rlModel, "bare-model"),
@@ -472,7 +518,7 @@ func TestRedisAccounting(t *testing.T) {
 	}
 	var wantIn, wantOut int64
 	for _, c := range cases {
-		r := rlDo(client, http.MethodPost, gw.URL+"/v1/chat/completions", acctKey, rlChatBody(rlModel, c.content, c.stream, c.usage))
+		r := rlDo(client, http.MethodPost, gw.URL+"/v1/chat/completions", acctKey, rlCapped(rlChatBody(rlModel, c.content, c.stream, c.usage), capTokens))
 		require.NoError(t, r.err, c.name)
 		require.Equal(t, http.StatusOK, r.status, "%s: %s", c.name, r)
 		u := rlReportedUsage(t, r.body, c.stream)
@@ -498,14 +544,19 @@ func TestRedisAccounting(t *testing.T) {
 
 	// Both budgets are used up now: the next request of each is refused,
 	// Retry-After pointing at the next UTC midnight.
+	usd := func(micros int64) string { return "$" + strconv.FormatFloat(float64(micros)/1e6, 'f', -1, 64) }
 	refusals := []struct {
-		key, model, msg string
+		key  string
+		body []byte
+		msg  string
 	}{
-		{acctKey, rlModel, `group "g1" is over its tokensPerDay limit (35 tokens)`},
-		{estKey, "bare-model", fmt.Sprintf(`user "est" is over its costPerDayUSD limit ($%s cost)`, strconv.FormatFloat(float64(estCost)/1e6, 'f', -1, 64))},
+		{acctKey, acctNext, fmt.Sprintf(`group "g1" is over its tokensPerDay limit (%d tokens): this request reserves up to %d (prompt estimate + output cap); 35 used, 0 reserved by requests in flight`,
+			acctBudget, acctNextTokens)},
+		{estKey, estNext, fmt.Sprintf(`user "est" is over its costPerDayUSD limit (%s cost): this request reserves up to %s (prompt estimate + output cap); %s used, $0 reserved by requests in flight`,
+			usd(estBudget), usd(estNextCost), usd(estCost))},
 	}
 	for _, ref := range refusals {
-		r := rlDo(client, http.MethodPost, gw.URL+"/v1/chat/completions", ref.key, rlChatBody(ref.model, "one more", false, false))
+		r := rlDo(client, http.MethodPost, gw.URL+"/v1/chat/completions", ref.key, ref.body)
 		require.Equal(t, http.StatusTooManyRequests, r.status, "%s", r)
 		e := rlParseEnvelope(t, r.body)
 		assert.Equal(t, "rate_limit_exceeded", e.Error.Code)

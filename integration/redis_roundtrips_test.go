@@ -67,6 +67,10 @@ func TestRedisRoundTripsPerRequest(t *testing.T) {
 	client := rlHTTPClient()
 	rd := rlDialRedis(t, rs.Addr)
 	cmdsBefore := rd.commandsProcessed()
+	callsBefore := map[string]int64{}
+	for _, name := range []string{"evalsha", "eval", "script|load", "mget"} {
+		callsBefore[name] = rd.commandCalls(name)
+	}
 
 	// Sequential requests, so each user's turns must alternate
 	// check, account, check, account...
@@ -109,24 +113,37 @@ func TestRedisRoundTripsPerRequest(t *testing.T) {
 		if user != "" {
 			sequence[user] = append(sequence[user], kind)
 		}
-		scopes, incrs, mgets := turnShape(tr)
+		sh := turnShape(tr)
 		switch kind + "/" + user {
 		case "check/multi":
-			assert.Equal(t, []string{"group:g1", "group:g2", "group:g3", "total:all", "user:multi"}, scopes, "turn %d", tr.Seq)
-			assert.Equal(t, 5*4, incrs, "check turn %d: 5 scopes × 4 windows", tr.Seq)
-			assert.Equal(t, 1, mgets, "check turn %d: one MGET of the budgets", tr.Seq)
+			// Budgeted: one admission script counts, checks and reserves.
+			assert.Equal(t, []string{"group:g1", "group:g2", "group:g3", "total:all", "user:multi"}, sh.scopes, "turn %d", tr.Seq)
+			assert.Equal(t, 0, sh.incrs, "check turn %d: the counting is in the script", tr.Seq)
+			assert.Equal(t, 1, sh.scripts, "check turn %d: one admission script", tr.Seq)
+			assert.Equal(t, 5*4, sh.scriptKeys["req"], "check turn %d: 5 scopes × 4 windows of request counters", tr.Seq)
+			assert.Equal(t, 3, sh.scriptKeys["holds"], "check turn %d: reservations in the 3 budgeted groups", tr.Seq)
+			assert.Equal(t, 3, sh.scriptKeys["held"], "check turn %d", tr.Seq)
+			// g1 tokensPerDay (tokin, tokout), g2 costPerDay (cost), g3
+			// tokensPerMonth (tokin, tokout) and costPerMonth (cost).
+			assert.Equal(t, 6, sh.scriptKeys["tokin"]+sh.scriptKeys["tokout"]+sh.scriptKeys["cost"], "check turn %d: the budgets' usage counters", tr.Seq)
+			assert.Equal(t, 0, sh.mgets, "check turn %d", tr.Seq)
 		case "check/solo":
-			assert.Equal(t, []string{"group:solo", "total:all", "user:solo"}, scopes, "turn %d", tr.Seq)
-			assert.Equal(t, 3*4, incrs, "check turn %d: 3 scopes × 4 windows", tr.Seq)
-			assert.Equal(t, 0, mgets, "check turn %d: no budgets, no MGET", tr.Seq)
+			assert.Equal(t, []string{"group:solo", "total:all", "user:solo"}, sh.scopes, "turn %d", tr.Seq)
+			assert.Equal(t, 3*4, sh.incrs, "check turn %d: 3 scopes × 4 windows", tr.Seq)
+			assert.Equal(t, 0, sh.mgets, "check turn %d: no budgets, no MGET", tr.Seq)
+			assert.Equal(t, 0, sh.scripts, "check turn %d: no budgets, no script", tr.Seq)
 		case "account/multi":
-			assert.Equal(t, 5*3*3, incrs, "account turn %d: 5 scopes × tokin/tokout/cost × hour/day/month", tr.Seq)
+			// Settle: the usage, then the release of the reservation.
+			assert.Equal(t, 5*3*3, sh.incrs, "account turn %d: 5 scopes × tokin/tokout/cost × hour/day/month", tr.Seq)
+			assert.Equal(t, 1, sh.scripts, "account turn %d: one release script after the usage", tr.Seq)
+			assert.Equal(t, 3, sh.scriptKeys["holds"], "account turn %d: released in the 3 budgeted groups", tr.Seq)
 		case "account/solo":
-			assert.Equal(t, 3*3*3, incrs, "account turn %d: 3 scopes × tokin/tokout/cost × hour/day/month", tr.Seq)
+			assert.Equal(t, 3*3*3, sh.incrs, "account turn %d: 3 scopes × tokin/tokout/cost × hour/day/month", tr.Seq)
+			assert.Equal(t, 0, sh.scripts, "account turn %d", tr.Seq)
 		case "prov/":
 			// attempt × min/day × provider and provider/model, per minute
 			// flushed (no fail counters: nothing failed).
-			assert.True(t, incrs > 0 && incrs%4 == 0, "success-rate turn %d: %d increments", tr.Seq, incrs)
+			assert.True(t, sh.incrs > 0 && sh.incrs%4 == 0, "success-rate turn %d: %d increments", tr.Seq, sh.incrs)
 		}
 	}
 	t.Logf("Redis turns seen by the proxy: %v (%d commands in %d turns)", counts, sentCommands, len(turns))
@@ -148,27 +165,55 @@ func TestRedisRoundTripsPerRequest(t *testing.T) {
 		perRequest := float64(counts["check/"+user]+counts["account/"+user]) / perUser
 		assert.Equal(t, 2.0, perRequest, "%s: round trips per request", user)
 	}
-	// The proxy saw every command Redis processed (INFO counts itself on
-	// the next call: +1 for the first INFO).
+	// The proxy saw every command Redis ran at the top level: Redis counts
+	// the commands a script calls too, so the script calls and the MGETs
+	// (which no script makes) are compared exactly, and the total is at
+	// least what the proxy saw.
 	cmdsAfter := rd.commandsProcessed()
-	assert.Equal(t, int64(sentCommands)+1, cmdsAfter-cmdsBefore, "commands Redis processed vs commands the proxy saw")
+	assert.GreaterOrEqual(t, cmdsAfter-cmdsBefore, int64(sentCommands)+1, "commands Redis processed vs commands the proxy saw")
+	topLevel := map[string]int64{}
+	for _, tr := range turns {
+		for _, cmd := range tr.Commands {
+			name := strings.ToLower(cmd[0])
+			if name == "script" && len(cmd) > 1 {
+				name += "|" + strings.ToLower(cmd[1]) // Redis 7 counts subcommands apart
+			}
+			topLevel[name]++
+		}
+	}
+	for _, name := range []string{"evalsha", "eval", "script|load", "mget"} {
+		assert.Equal(t, topLevel[name], rd.commandCalls(name)-callsBefore[name], "%s calls Redis ran vs the proxy saw", name)
+	}
 	_ = gw
 }
 
 // classifyTurn names a turn by the key families of its commands:
-// "check" (req counters, + MGET), "account" (tokin/tokout/cost counters),
-// "prov" (provider success rates), "rej", "cache"; user is the user
-// scope's id when the turn carries one.
+// "check" (req counters, counted by INCRBY or inside the admission
+// script), "account" (tokin/tokout/cost counters, with the release
+// script of a reservation), "prov" (provider success rates), "rej",
+// "cache"; user is the user scope's id when the turn carries one. A
+// script's own reads of the usage counters and its reservation keys
+// (holds, held) name no kind; SCRIPT LOAD carries no key.
 func classifyTurn(tr redisproc.Turn) (kind, user string, err error) {
 	kinds := map[string]bool{}
 	for _, cmd := range tr.Commands {
+		name := strings.ToUpper(cmd[0])
+		if name == "SCRIPT" {
+			continue
+		}
 		if len(cmd) < 2 {
 			return "", "", fmt.Errorf("command %q has no key", cmd)
 		}
-		name := strings.ToUpper(cmd[0])
 		keys := cmd[1:2]
-		if name == "MGET" {
+		script := name == "EVALSHA" || name == "EVAL"
+		switch {
+		case name == "MGET":
 			keys = cmd[1:]
+		case script:
+			keys = scriptKeys(cmd)
+			if len(keys) > 0 && onlyReservationKeys(keys) {
+				kinds["account"] = true // the release after the usage
+			}
 		}
 		for _, k := range keys {
 			parts := strings.Split(k, ":")
@@ -177,6 +222,10 @@ func classifyTurn(tr redisproc.Turn) (kind, user string, err error) {
 				kinds["prov"] = true
 			case len(parts) >= 2 && parts[1] == "cache":
 				kinds["cache"] = true
+			case len(parts) == 4 && parts[0] == "llmgw" && (parts[3] == "holds" || parts[3] == "held"):
+				if parts[1] == "user" {
+					user = parts[2]
+				}
 			case len(parts) == 6 && parts[0] == "llmgw":
 				if parts[1] == "user" {
 					user = parts[2]
@@ -189,7 +238,9 @@ func classifyTurn(tr redisproc.Turn) (kind, user string, err error) {
 				case parts[3] == "rej":
 					kinds["rej"] = true
 				case parts[3] == "tokin" || parts[3] == "tokout" || parts[3] == "cost":
-					kinds["account"] = true
+					if !script {
+						kinds["account"] = true
+					}
 				default:
 					return "", "", fmt.Errorf("unknown metric in %q", k)
 				}
@@ -207,31 +258,69 @@ func classifyTurn(tr redisproc.Turn) (kind, user string, err error) {
 	return kind, user, nil
 }
 
-// turnShape is the sorted scopes ("kind:id") a turn's INCRBYs touch, the
-// number of INCRBYs (each must be followed by the EXPIRE of its key) and
-// the number of MGETs.
-func turnShape(tr redisproc.Turn) (scopes []string, incrs, mgets int) {
+// scriptKeys is an EVALSHA/EVAL command's KEYS.
+func scriptKeys(cmd []string) []string {
+	if len(cmd) < 3 {
+		return nil
+	}
+	n, err := strconv.Atoi(cmd[2])
+	if err != nil || n < 0 || 3+n > len(cmd) {
+		return nil
+	}
+	return cmd[3 : 3+n]
+}
+
+func onlyReservationKeys(keys []string) bool {
+	for _, k := range keys {
+		if !strings.HasSuffix(k, ":holds") && !strings.HasSuffix(k, ":held") {
+			return false
+		}
+	}
+	return true
+}
+
+// shape is what a turn carries: the sorted scopes ("kind:id") its
+// INCRBYs or script keys touch, the number of INCRBYs (each must be
+// followed by the EXPIRE of its key), MGETs and script calls, and the
+// scripts' keys by metric.
+type shape struct {
+	scopes                []string
+	incrs, mgets, scripts int
+	scriptKeys            map[string]int
+}
+
+func turnShape(tr redisproc.Turn) shape {
+	sh := shape{scriptKeys: map[string]int{}}
 	seen := map[string]bool{}
 	for i, cmd := range tr.Commands {
 		switch strings.ToUpper(cmd[0]) {
 		case "INCRBY":
-			incrs++
+			sh.incrs++
 			if i+1 >= len(tr.Commands) || tr.Commands[i+1][0] != "EXPIRE" || tr.Commands[i+1][1] != cmd[1] {
-				incrs = -1000 // an INCRBY without its EXPIRE: fail loudly
+				sh.incrs = -1000 // an INCRBY without its EXPIRE: fail loudly
 			}
 			parts := strings.Split(cmd[1], ":")
 			if len(parts) == 6 {
 				seen[parts[1]+":"+parts[2]] = true
 			}
 		case "MGET":
-			mgets++
+			sh.mgets++
+		case "EVALSHA", "EVAL":
+			sh.scripts++
+			for _, k := range scriptKeys(cmd) {
+				parts := strings.Split(k, ":")
+				if len(parts) >= 4 {
+					sh.scriptKeys[parts[3]]++
+					seen[parts[1]+":"+parts[2]] = true
+				}
+			}
 		}
 	}
 	for s := range seen {
-		scopes = append(scopes, s)
+		sh.scopes = append(sh.scopes, s)
 	}
-	sort.Strings(scopes)
-	return scopes, incrs, mgets
+	sort.Strings(sh.scopes)
+	return sh
 }
 
 // provAttempts sums the deltas of the provider-level attempt counters

@@ -236,6 +236,16 @@ func TestHoldScriptReload(t *testing.T) {
 	if n := r.RoundTrips() - before; n != 2 {
 		t.Fatalf("round trips after a flush = %d, want 2 (EVALSHA, then EVAL)", n)
 	}
+	// The first call of a fresh store loads the script in the same round
+	// trip.
+	fresh := &Redis{c: r.c}
+	before = r.RoundTrips()
+	if err := fresh.Renew(ctx, []Budget{testBudget}, Hold{Member: "x:1:0", Tokens: 1, TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.RoundTrips() - before; n != 1 {
+		t.Fatalf("round trips of a first call = %d, want 1 (SCRIPT LOAD and EVALSHA pipelined)", n)
+	}
 	before = r.RoundTrips()
 	if _, err := r.Admit(ctx, tokenAdmission("c", 1, 10, 10, time.Minute)); err != nil {
 		t.Fatal(err)
