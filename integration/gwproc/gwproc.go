@@ -202,6 +202,22 @@ func (p *Process) Stop() error {
 	return errors.New("process did not stop on SIGTERM within 5s; killed")
 }
 
+// Kill sends SIGKILL and waits for the process to exit: a replica that
+// dies without a shutdown (no drain, no cleanup of what it holds). It is
+// safe to call more than once, and Stop after Kill returns nil.
+func (p *Process) Kill() error {
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	<-p.done
+	return nil
+}
+
 // Exited reports whether the process has ended.
 func (p *Process) Exited() bool {
 	select {

@@ -1,9 +1,13 @@
 package gwproc
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestPeakRSSOfSelf(t *testing.T) {
@@ -37,5 +41,40 @@ func TestFreeAddrIsLoopback(t *testing.T) {
 	}
 	if !strings.HasPrefix(addr, "127.0.0.1:") {
 		t.Fatalf("addr %q", addr)
+	}
+}
+
+func TestKillEndsAProcessThatIgnoresSIGTERM(t *testing.T) {
+	cmd := exec.Command("/bin/sh", "-c", "trap '' TERM; while :; do sleep 1; done")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &Process{cmd: cmd, done: make(chan struct{}), logs: &syncBuffer{}}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	killed := make(chan error, 1)
+	go func() { killed <- p.Kill() }()
+	select {
+	case err := <-killed:
+		if err != nil {
+			t.Fatalf("Kill: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Kill did not return within 5s")
+	}
+	if !p.Exited() {
+		t.Fatal("not exited after Kill")
+	}
+	var exitErr *exec.ExitError
+	if !errors.As(p.err, &exitErr) || exitErr.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("wait error %v, want killed by SIGKILL", p.err)
+	}
+	if err := p.Kill(); err != nil {
+		t.Fatalf("second Kill: %v", err)
+	}
+	if err := p.Stop(); err != nil {
+		t.Fatalf("Stop after Kill: %v", err)
 	}
 }

@@ -17,6 +17,7 @@
 //
 //	X-Mock-Status: 429         answer with an error envelope and that status
 //	X-Mock-Retry-After: 2      with X-Mock-Status, also send Retry-After
+//	X-Mock-Delay: 2s           wait that long before answering (any route; ends early, unanswered, when the client goes away)
 //	X-Mock-Chunk-Delay: 300ms  delay between SSE events (overrides Options.ChunkDelay)
 //	X-Mock-Chunks: 3           number of content chunks (overrides Options.Chunks)
 //	X-Mock-Stall-After: 2      stream 2 events, then stall until the client goes away
@@ -56,6 +57,12 @@ import (
 const (
 	HeaderStatus     = "X-Mock-Status"
 	HeaderRetryAfter = "X-Mock-Retry-After"
+	// HeaderDelay holds every route's answer back for a Go duration
+	// after the request was recorded (so Total already counts it): a
+	// slow upstream, or one that keeps a request open for as long as a
+	// test needs. A client that goes away ends the wait; the request is
+	// then left unanswered.
+	HeaderDelay      = "X-Mock-Delay"
 	HeaderChunkDelay = "X-Mock-Chunk-Delay"
 	HeaderChunks     = "X-Mock-Chunks"
 	HeaderStallAfter = "X-Mock-Stall-After"
@@ -245,6 +252,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.record(r, body)
 	seq := strconv.FormatInt(s.seq.Add(1), 10)
 	w.Header().Set("X-Request-Id", "req_mock_"+seq)
+	if !s.delay(w, r, seq) {
+		return
+	}
 
 	switch {
 	case isAnthropic(r):
@@ -321,6 +331,37 @@ func applyPathKnobs(r *http.Request) {
 	if changed {
 		r.URL.Path = path
 		r.URL.RawPath = ""
+	}
+}
+
+// delay waits out the X-Mock-Delay of r. It reports false when the
+// request is done: the header was malformed (answered with a 400 in the
+// request's dialect) or the client went away during the wait.
+func (s *Server) delay(w http.ResponseWriter, r *http.Request, seq string) bool {
+	v := r.Header.Get(HeaderDelay)
+	if v == "" {
+		return true
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		msg := "mock: bad " + HeaderDelay + " header"
+		switch {
+		case isAnthropic(r):
+			writeJSON(w, http.StatusBadRequest, anthropicErrorEnvelope(http.StatusBadRequest, msg, "req_mock_"+seq))
+		case isGemini(r):
+			writeJSON(w, http.StatusBadRequest, geminiErrorEnvelope(http.StatusBadRequest, msg))
+		default:
+			writeError(w, http.StatusBadRequest, msg, "")
+		}
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
 	}
 }
 

@@ -463,3 +463,93 @@ func TestRecording(t *testing.T) {
 		t.Fatalf("disabled recording: %d recorded, total %d", len(off.Requests()), off.Total())
 	}
 }
+
+func TestDelayHoldsTheAnswer(t *testing.T) {
+	const d = 300 * time.Millisecond
+	m, ts := newServer(t, Options{Chunks: 2})
+	chat := `{"model":"m","messages":[{"role":"user","content":"a b"}]}`
+	want := `"usage":{"prompt_tokens":2,"completion_tokens":2,"total_tokens":4}`
+	cases := []struct {
+		name, url string
+		headers   map[string]string
+	}{
+		{"header", ts.URL + "/v1/chat/completions", map[string]string{HeaderDelay: d.String()}},
+		{"path knob", ts.URL + "/x-mock-delay/" + d.String() + "/v1/chat/completions", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			resp, body := do(t, "POST", tc.url, chat, tc.headers)
+			if elapsed := time.Since(start); elapsed < d {
+				t.Fatalf("answered after %v, want at least %v", elapsed, d)
+			}
+			if resp.StatusCode != 200 || !strings.Contains(string(body), want) {
+				t.Fatalf("status %d: %s", resp.StatusCode, body)
+			}
+		})
+	}
+	if m.Total() != 2 {
+		t.Fatalf("Total = %d, want 2", m.Total())
+	}
+}
+
+func TestDelayCountsFirstAndEndsWithTheClient(t *testing.T) {
+	m := New(Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req := httptest.NewRequest("POST", "/v1/chat/completions",
+		strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"x"}]}`)).WithContext(ctx)
+	req.Header.Set(HeaderDelay, "1h")
+	rec := httptest.NewRecorder()
+	served := make(chan struct{})
+	go func() {
+		m.ServeHTTP(rec, req)
+		close(served)
+	}()
+	// The held request is already counted.
+	deadline := time.Now().Add(5 * time.Second)
+	for m.Total() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the held request was not counted within 5s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	select {
+	case <-served:
+		t.Fatal("answered during a 1h delay")
+	default:
+	}
+	cancel()
+	select {
+	case <-served:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the wait did not end when the client went away")
+	}
+	if rec.Body.Len() != 0 || rec.Header().Get("Content-Type") != "" {
+		t.Fatalf("a request whose client went away was answered: %q %v", rec.Body.String(), rec.Header())
+	}
+}
+
+func TestDelayMalformed(t *testing.T) {
+	_, ts := newServer(t, Options{})
+	cases := []struct {
+		name, path, body string
+		headers          map[string]string
+		want             string
+	}{
+		{"openai", "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"x"}]}`,
+			map[string]string{HeaderDelay: "soon"},
+			`{"error":{"message":"mock: bad X-Mock-Delay header","type":"invalid_request_error","param":null,"code":null}}`},
+		{"anthropic", "/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":5,"messages":[{"role":"user","content":"x"}]}`,
+			map[string]string{HeaderDelay: "-1s", "X-Api-Key": "k", AnthropicVersionHeader: "2023-06-01"},
+			`{"type":"error","error":{"type":"invalid_request_error","message":"mock: bad X-Mock-Delay header"},"request_id":"req_mock_2"}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := do(t, "POST", ts.URL+tc.path, tc.body, tc.headers)
+			if resp.StatusCode != 400 || string(body) != tc.want {
+				t.Fatalf("status %d, body\n got %s\nwant %s", resp.StatusCode, body, tc.want)
+			}
+		})
+	}
+}
