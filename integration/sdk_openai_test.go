@@ -367,21 +367,40 @@ func TestSDKStreamTokenBudgetThroughBinary(t *testing.T) {
 	up := httptest.NewServer(mock)
 	t.Cleanup(up.Close)
 	// "stream to me": 3 prompt tokens and sdkChunks completion tokens a
-	// stream; three streams start under the budget, the fourth is refused.
+	// stream. Each stream reserves ceil(body bytes / 4) + its
+	// max_completion_tokens while it runs: the SDK's body is measured
+	// first, and the budget fits three reservations after two streams'
+	// usage, not a fourth after three.
 	perStream := 3 + sdkChunks
+	const maxOut = 16
+	params := openai.ChatCompletionNewParams{
+		Model:               "gpt-5-mini",
+		Messages:            []openai.ChatCompletionMessageParamUnion{openai.UserMessage("stream to me")},
+		MaxCompletionTokens: openai.Int(maxOut),
+	}
+	bodyBytes := make(chan int, 1)
+	recorder := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		bodyBytes <- len(b)
+		http.Error(w, `{"error":{"message":"measured"}}`, http.StatusTeapot)
+	}))
+	t.Cleanup(recorder.Close)
+	measure := openai.NewClient(option.WithBaseURL(recorder.URL+"/v1/"), option.WithAPIKey(sdkUserKey), option.WithMaxRetries(0))
+	ms := measure.Chat.Completions.NewStreaming(sdkContext(t), params)
+	for ms.Next() {
+	}
+	_ = ms.Close()
+	reserved := (<-bodyBytes+3)/4 + maxOut
 	gw := startGateway(t, bin, map[string]interface{}{
 		"providers": map[string]interface{}{
 			"mock": map[string]interface{}{"type": "openai", "baseUrl": up.URL, "apiKey": sdkUpstreamKey, "models": []string{"gpt-5-mini"}},
 		},
-		"groups": map[string]interface{}{"free": map[string]interface{}{"limits": map[string]interface{}{"tokensPerDay": 3*perStream - 1}}},
+		"groups": map[string]interface{}{"free": map[string]interface{}{"limits": map[string]interface{}{"tokensPerDay": 3*perStream + reserved - 1}}},
 		"users":  map[string]interface{}{"inline": []map[string]interface{}{{"name": "alice", "group": "free", "apiKey": sdkUserKey}}},
 	})
 	client := openai.NewClient(option.WithBaseURL(gw.URL+"/v1/"), option.WithAPIKey(sdkUserKey), option.WithMaxRetries(0))
 	streamOnce := func() (int, error) {
-		stream := client.Chat.Completions.NewStreaming(sdkContext(t), openai.ChatCompletionNewParams{
-			Model:    "gpt-5-mini",
-			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("stream to me")},
-		})
+		stream := client.Chat.Completions.NewStreaming(sdkContext(t), params)
 		defer stream.Close()
 		chunks := 0
 		for stream.Next() {

@@ -20,14 +20,15 @@ import (
 // counters and the response cache's entries; the test reads both back
 // from Redis itself.
 
-// redisGatewayConfig is gatewayConfig with Redis, the response cache and
-// a request limit of 3 a day on the user.
+// redisGatewayConfig is gatewayConfig with Redis, the response cache, a
+// request limit of 3 a day on the user and a token budget, so every
+// request is admitted by the reservation script and settled.
 func redisGatewayConfig(upstreamURL, redisAddr string) map[string]interface{} {
 	cfg := gatewayConfig(upstreamURL)
 	cfg["redis"] = map[string]interface{}{"address": redisAddr, "failOpen": false}
 	cfg["cache"] = map[string]interface{}{"enabled": true, "ttl": "90s"}
 	users := cfg["users"].(map[string]interface{})["inline"].([]interface{})
-	users[0].(map[string]interface{})["limits"] = map[string]interface{}{"requestsPerDay": 3}
+	users[0].(map[string]interface{})["limits"] = map[string]interface{}{"requestsPerDay": 3, "tokensPerDay": 1000000}
 	return cfg
 }
 
@@ -74,6 +75,19 @@ func runRedisStoreScenario(t *testing.T, front string, redis *redisproc.Server) 
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, int64(4), n, "requests counted in Redis (the refused one included)")
+	// Usage was accounted, and every reservation settled: none is left.
+	tokin, err := conn.Strings("KEYS", "llmgw:user:alice:tokin:day:*")
+	require.NoError(t, err)
+	require.Len(t, tokin, 1, "the user's daily prompt tokens in Redis")
+	n, _, err = conn.Int("GET", tokin[0])
+	require.NoError(t, err)
+	assert.Greater(t, n, int64(0), "prompt tokens accounted")
+	held, err := conn.Strings("HMGET", "llmgw:user:alice:held", "t", "c")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"0", "0"}, held, "tokens and cost still reserved after every request ended")
+	live, _, err := conn.Int("ZCARD", "llmgw:user:alice:holds")
+	require.NoError(t, err)
+	assert.Equal(t, int64(0), live, "reservations left")
 	var cached []string
 	require.Eventually(t, func() bool {
 		cached, err = conn.Strings("KEYS", "llmgw:cache:*")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -34,6 +35,9 @@ type RedisSettings struct {
 // bounded by 2 s (and by the caller's context).
 type Redis struct {
 	c *respClient
+	// scripts notes, per hold script (redis_hold.go), that Redis has
+	// loaded it: calls then name it by its SHA-1 alone.
+	scripts [numScripts]atomic.Bool
 }
 
 // NewRedis returns the store for s. It never dials: the first operation

@@ -121,21 +121,26 @@ end
 return 0
 `
 
-// luaScript is a script with its SHA-1 (what EVALSHA names it by).
+// luaScript is a script with its SHA-1 (what EVALSHA names it by) and
+// its index in Redis.scripts.
 type luaScript struct {
 	src, sha string
+	id       int
 }
 
-func newLuaScript(src string) *luaScript {
+func newLuaScript(src string, id int) *luaScript {
 	sum := sha1.Sum([]byte(src))
-	return &luaScript{src: src, sha: hex.EncodeToString(sum[:])}
+	return &luaScript{src: src, sha: hex.EncodeToString(sum[:]), id: id}
 }
 
 var (
-	admitLua   = newLuaScript(admitScript)
-	releaseLua = newLuaScript(releaseScript)
-	renewLua   = newLuaScript(renewScript)
+	admitLua   = newLuaScript(admitScript, 0)
+	releaseLua = newLuaScript(releaseScript, 1)
+	renewLua   = newLuaScript(renewScript, 2)
 )
+
+// numScripts is the number of hold scripts (the size of Redis.scripts).
+const numScripts = 3
 
 // appendEval appends EVALSHA sha numkeys keys... args... (or EVAL with
 // the script's source when src is set).
@@ -175,21 +180,34 @@ func isNoScript(v respValue) bool {
 }
 
 // evalBatch runs prefix (commands whose replies are read as incrs, see
-// appendApply) followed by one script call, as one round trip; when
-// Redis lacks the script it is sent again, alone, with its source (a
-// second round trip, once per script after a Redis restart or flush).
+// appendApply) followed by one script call, as one round trip. Until
+// the store has seen Redis load the script, the same pipeline carries a
+// SCRIPT LOAD before the EVALSHA, so the first call costs no extra round
+// trip; when Redis has lost it since (a restart, SCRIPT FLUSH), the call
+// is sent again with the script's source (a second round trip, once).
 func evalBatch(ctx context.Context, s *Redis, prefix []Incr, script *luaScript, keys, args []string) (*respBatch, respValue, error) {
 	var req []byte
 	if len(prefix) > 0 {
 		req = appendApply(nil, prefix, nil)
 	}
-	bt := &respBatch{req: appendEval(req, script, false, keys, args), incrVals: make([]int64, len(prefix)), replies: make([]respValue, 1)}
+	load := !s.scripts[script.id].Load()
+	replies := 1
+	if load {
+		req = appendRESPCommand(req, []string{"SCRIPT", "LOAD", script.src})
+		replies = 2
+	}
+	bt := &respBatch{req: appendEval(req, script, false, keys, args), incrVals: make([]int64, len(prefix)), replies: make([]respValue, replies)}
 	if err := respDo(ctx, s.c, bt); err != nil {
 		return nil, respValue{}, err
 	}
-	if !isNoScript(bt.replies[0]) {
-		return bt, bt.replies[0], nil
+	v := bt.replies[replies-1]
+	if load && bt.replies[0].kind == '$' && bt.replies[0].str == script.sha {
+		s.scripts[script.id].Store(true)
 	}
+	if !isNoScript(v) {
+		return bt, v, nil
+	}
+	s.scripts[script.id].Store(false)
 	again := &respBatch{req: appendEval(nil, script, true, keys, args), replies: make([]respValue, 1)}
 	if err := respDo(ctx, s.c, again); err != nil {
 		return nil, respValue{}, err
