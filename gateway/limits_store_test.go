@@ -32,6 +32,30 @@ func (c *countingStore) Apply(ctx context.Context, incrs []store.Incr, gets []st
 	return c.inner.Apply(ctx, incrs, gets)
 }
 
+func (c *countingStore) Admit(ctx context.Context, a *store.Admission, h store.Hold) (store.Verdict, error) {
+	c.calls.Add(1)
+	if c.fail.Load() {
+		return store.Verdict{}, errors.New("store down")
+	}
+	return c.inner.(store.Holder).Admit(ctx, a, h)
+}
+
+func (c *countingStore) Settle(ctx context.Context, st *store.Settlement) error {
+	c.calls.Add(1)
+	if c.fail.Load() {
+		return errors.New("store down")
+	}
+	return c.inner.(store.Holder).Settle(ctx, st)
+}
+
+func (c *countingStore) Renew(ctx context.Context, budgets []store.Budget, h store.Hold) error {
+	c.calls.Add(1)
+	if c.fail.Load() {
+		return errors.New("store down")
+	}
+	return c.inner.(store.Holder).Renew(ctx, budgets, h)
+}
+
 func testLimiter(clock *fakeClock, failOpen bool) (*limiter, *countingStore, *store.Memory) {
 	primary := &countingStore{inner: newMemoryStore(clock.Now)}
 	fallback := newMemoryStore(clock.Now)
@@ -62,7 +86,7 @@ func (h *hungStore) SetBlob(ctx context.Context, key string, value []byte, ttl t
 	return ctx.Err()
 }
 
-func (h *hungStore) Admit(ctx context.Context, a *store.Admission) (store.Verdict, error) {
+func (h *hungStore) Admit(ctx context.Context, a *store.Admission, hold store.Hold) (store.Verdict, error) {
 	h.calls.Add(1)
 	<-ctx.Done()
 	return store.Verdict{}, ctx.Err()

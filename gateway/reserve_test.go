@@ -9,6 +9,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/store"
+	"github.com/llmgateway/llmgateway/gateway/internal/translate"
 )
 
 // Reserve and settle in process: concurrent requests cannot outrun a
@@ -178,5 +181,33 @@ func TestReservationOutputCap(t *testing.T) {
 	both := `{"model":"m1","max_completion_tokens":9,"max_tokens":5000,"messages":[]}` // 18 + 9
 	if s, b, err := postChat(client, plain, testBobKey, both); err != nil || s != 200 {
 		t.Fatalf("max_completion_tokens 9: %d %v %s", s, err, b)
+	}
+}
+
+// With failOpen, a reservation the primary store cannot take is taken
+// in process, and settled there.
+func TestReservationFallsBackInProcess(t *testing.T) {
+	clock := &fakeClock{now: time.Date(2026, 11, 30, 10, 0, 30, 0, time.UTC)}
+	l, primary, fallback := testLimiter(clock, true)
+	scopes := scopesWith(nil, &compiledLimits{tokensPerDay: 1000})
+	primary.fail.Store(true)
+	r, e := l.reserve(context.Background(), scopes, 600, 0)
+	if e != nil || r == nil || r.holder != store.Holder(fallback) {
+		t.Fatalf("reserve with the primary down = %v, %+v", e, r)
+	}
+	// The fallback holds it: a second 600 does not fit.
+	if _, e := l.reserve(context.Background(), scopes, 600, 0); e == nil || !strings.Contains(e.Message, "600 reserved by requests in flight") {
+		t.Fatalf("second reservation = %v", e)
+	}
+	r.settle(translate.Usage{PromptTokens: 100, CompletionTokens: 50}, 0)
+	_, got, _ := fallback.Apply(context.Background(), nil, []string{counterKey(scopes[0].kind, scopes[0].id, "tokin", dayWindow, clock.Now())})
+	if got[0] != 100 {
+		t.Fatalf("usage in the fallback = %d, want 100", got[0])
+	}
+	// failOpen off: 503.
+	l2, p2, _ := testLimiter(clock, false)
+	p2.fail.Store(true)
+	if _, e := l2.reserve(context.Background(), scopes, 1, 0); e == nil || e.Status != http.StatusServiceUnavailable {
+		t.Fatalf("failOpen off, store down = %v", e)
 	}
 }

@@ -9,8 +9,7 @@
 # (`go list ./...` in gateway/: the root package and each sub-package) is
 # tested in turn, from its own directory. Extra arguments are passed to each
 # `yaegi test` (for example -run TestName). The script fails when any
-# package fails; tests run with the build tag "yaegi" (a compiled-only test
-# helper, such as one that starts redis-server, excludes it). YAEGI_UNIT_TIMEOUT (seconds, default 600) bounds each one.
+# package fails; YAEGI_UNIT_TIMEOUT (seconds, default 600) bounds each one.
 set -euo pipefail
 
 YAEGI_VERSION="v0.16.1"
@@ -45,7 +44,7 @@ for pkg in $pkgs; do
 	# The interpreter's own -timeout fires first, and panics with every
 	# goroutine's stack: a hang shows where it is, not only that it was.
 	limit="${YAEGI_UNIT_TIMEOUT:-600}"
-	if ! (cd "$gp/src/$pkg" && GOPATH="$gp" GO111MODULE=off timeout "$limit" "$YAEGI" test -v -tags yaegi -timeout "$((limit - 30))s" "$@" "$pkg"); then
+	if ! (cd "$gp/src/$pkg" && GOPATH="$gp" GO111MODULE=off timeout "$limit" "$YAEGI" test -v -timeout "$((limit - 30))s" "$@" "$pkg"); then
 		failed+=("$pkg")
 	fi
 done

@@ -153,7 +153,7 @@ func (s *Guarded) SetBlob(ctx context.Context, key string, value []byte, ttl tim
 }
 
 // Admit is the inner Admit under the guard.
-func (s *Guarded) Admit(ctx context.Context, a *Admission) (Verdict, error) {
+func (s *Guarded) Admit(ctx context.Context, a *Admission, h Hold) (Verdict, error) {
 	ok, probe := s.begin()
 	if !ok {
 		return Verdict{}, errCoolingDown
@@ -161,7 +161,7 @@ func (s *Guarded) Admit(ctx context.Context, a *Admission) (Verdict, error) {
 	opCtx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	started := s.now()
-	v, err := s.inner.Admit(opCtx, a)
+	v, err := s.inner.Admit(opCtx, a, h)
 	s.end(ctx, opCtx, err, probe, started)
 	return v, err
 }

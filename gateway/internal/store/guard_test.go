@@ -216,7 +216,7 @@ func TestGuardedApplyIfUpNeverProbes(t *testing.T) {
 	}
 }
 
-func (h *scriptedStore) Admit(ctx context.Context, a *Admission) (Verdict, error) {
+func (h *scriptedStore) Admit(ctx context.Context, a *Admission, hold Hold) (Verdict, error) {
 	if err := h.do(ctx); err != nil {
 		return Verdict{}, err
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -58,13 +59,18 @@ func HoldMember(id string, tokens, cost int64) string {
 	return id + ":" + strconv.FormatInt(tokens, 10) + ":" + strconv.FormatInt(cost, 10)
 }
 
-// Admission is one request's check-count-and-hold.
+// Admission is the check-count-and-hold of the requests of one scope set
+// (within a minute: its counters' keys change with the window buckets).
+// It is read-only once built and shared by concurrent Admits, which
+// cache its encoding in it: use it by pointer, never copy it.
 type Admission struct {
 	// Counts are incremented first, like Apply's incrs.
 	Counts  []Incr
 	Budgets []Budget
 	Checks  []Check
-	Hold    Hold
+
+	encOnce sync.Once
+	enc     []byte // the Redis command without its per-request tail
 }
 
 // Verdict is Admit's answer: Refused is the index of the check that
@@ -88,7 +94,9 @@ type Settlement struct {
 // Holder is a store that admits with holds: Memory and Redis (and the
 // Guarded store around it). Each operation is one round trip.
 type Holder interface {
-	Admit(ctx context.Context, a *Admission) (Verdict, error)
+	// Admit counts a's counters, runs its checks, and holds h in every
+	// budget when none refuses.
+	Admit(ctx context.Context, a *Admission, h Hold) (Verdict, error)
 	// Settle applies the usage and removes the hold (a hold already
 	// expired is not removed twice).
 	Settle(ctx context.Context, s *Settlement) error
@@ -114,7 +122,7 @@ type memoryHolds struct {
 }
 
 // Admit is Admission under the store's lock; it never fails.
-func (m *Memory) Admit(ctx context.Context, a *Admission) (Verdict, error) {
+func (m *Memory) Admit(ctx context.Context, a *Admission, hold Hold) (Verdict, error) {
 	now := m.now().UnixNano()
 	m.mu.Lock()
 	m.ops++
@@ -142,18 +150,18 @@ func (m *Memory) Admit(ctx context.Context, a *Admission) (Verdict, error) {
 			}
 		}
 		h := held[c.Budget]
-		have, mine := h.tokens, a.Hold.Tokens
+		have, mine := h.tokens, hold.Tokens
 		if c.Cost {
-			have, mine = h.cost, a.Hold.Cost
+			have, mine = h.cost, hold.Cost
 		}
 		if used+have+mine > c.Limit || used+have >= c.Limit {
 			m.mu.Unlock()
 			return Verdict{Refused: i, Used: used, Held: have}, nil
 		}
 	}
-	until := now + int64(a.Hold.TTL)
+	until := now + int64(hold.TTL)
 	for i := 0; i < len(held); i++ {
-		addHold(held[i], a.Hold, until, now)
+		addHold(held[i], hold, until, now)
 	}
 	m.mu.Unlock()
 	return Verdict{Refused: -1}, nil

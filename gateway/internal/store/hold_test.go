@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/redistest"
 )
 
 // The same hold semantics against the in-process store (on a fake
@@ -29,7 +31,7 @@ func memoryHoldEnv() holdEnv {
 }
 
 func redisHoldEnv(t *testing.T) holdEnv {
-	r := NewRedis(RedisSettings{Address: startRedisServer(t)})
+	r := NewRedis(RedisSettings{Address: redistest.Start(t)})
 	t.Cleanup(r.Close)
 	return holdEnv{name: "redis", h: r, c: r, ttl: 300 * time.Millisecond, await: func(t *testing.T, d time.Duration) { time.Sleep(d) }}
 }
@@ -41,9 +43,9 @@ func eachHolder(t *testing.T, run func(t *testing.T, e holdEnv)) {
 
 var testBudget = Budget{Holds: "t:holds", Sums: "t:sums"}
 
-// tokenAdmission holds tokens against one budget of limit, with one
-// request counter limited to maxCount.
-func tokenAdmission(id string, tokens, limit, maxCount int64, ttl time.Duration) *Admission {
+// tokenAdmission is one budget of limit, with one request counter
+// limited to maxCount.
+func tokenAdmission(limit, maxCount int64) *Admission {
 	return &Admission{
 		Counts:  []Incr{{Key: "t:req", Delta: 1, TTL: time.Minute}},
 		Budgets: []Budget{testBudget},
@@ -51,8 +53,11 @@ func tokenAdmission(id string, tokens, limit, maxCount int64, ttl time.Duration)
 			{Count: 1, Limit: maxCount},
 			{Budget: 0, Used: []string{"t:in", "t:out"}, Limit: limit},
 		},
-		Hold: Hold{Member: HoldMember(id, tokens, 0), Tokens: tokens, TTL: ttl},
 	}
+}
+
+func tokenHold(id string, tokens int64, ttl time.Duration) Hold {
+	return Hold{Member: HoldMember(id, tokens, 0), Tokens: tokens, TTL: ttl}
 }
 
 func usage(in, out int64) []Incr {
@@ -64,7 +69,7 @@ func TestHoldAdmitSettle(t *testing.T) {
 		ctx := context.Background()
 		admit := func(id string, tokens int64) Verdict {
 			t.Helper()
-			v, err := e.h.Admit(ctx, tokenAdmission(id, tokens, 1000, 100, time.Minute))
+			v, err := e.h.Admit(ctx, tokenAdmission(1000, 100), tokenHold(id, tokens, time.Minute))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -97,7 +102,7 @@ func TestHoldAdmitSettle(t *testing.T) {
 			t.Fatalf("after a repeated settle = %+v, want held still 900", v)
 		}
 		// The request-rate check refuses first and holds nothing.
-		if v, err := e.h.Admit(ctx, tokenAdmission("r7", 1, 1000, 3, time.Minute)); err != nil || v.Refused != 0 {
+		if v, err := e.h.Admit(ctx, tokenAdmission(1000, 3), tokenHold("r7", 1, time.Minute)); err != nil || v.Refused != 0 {
 			t.Fatalf("rate-limited admit = %+v, %v; want refused by check 0", v, err)
 		}
 		// Every Admit counted, refused or not.
@@ -111,18 +116,16 @@ func TestHoldAdmitSettle(t *testing.T) {
 func TestHoldCostCheck(t *testing.T) {
 	eachHolder(t, func(t *testing.T, e holdEnv) {
 		ctx := context.Background()
-		a := func(id string) *Admission {
-			return &Admission{
-				Budgets: []Budget{testBudget, {Holds: "g:holds", Sums: "g:sums"}},
-				Checks: []Check{
-					{Budget: 0, Used: []string{"t:in", "t:out"}, Limit: 1 << 40},
-					{Budget: 1, Cost: true, Used: []string{"g:cost"}, Limit: 5000},
-				},
-				Hold: Hold{Member: HoldMember(id, 10, 2000), Tokens: 10, Cost: 2000, TTL: time.Minute},
-			}
+		a := &Admission{
+			Budgets: []Budget{testBudget, {Holds: "g:holds", Sums: "g:sums"}},
+			Checks: []Check{
+				{Budget: 0, Used: []string{"t:in", "t:out"}, Limit: 1 << 40},
+				{Budget: 1, Cost: true, Used: []string{"g:cost"}, Limit: 5000},
+			},
 		}
 		for i, want := range []int{-1, -1, 1} {
-			v, err := e.h.Admit(ctx, a("c"+strconv.Itoa(i)))
+			id := "c" + strconv.Itoa(i)
+			v, err := e.h.Admit(ctx, a, Hold{Member: HoldMember(id, 10, 2000), Tokens: 10, Cost: 2000, TTL: time.Minute})
 			if err != nil || v.Refused != want {
 				t.Fatalf("admit %d = %+v, %v; want refused %d", i, v, err, want)
 			}
@@ -138,14 +141,15 @@ func TestHoldExpiresAndRenews(t *testing.T) {
 		ctx := context.Background()
 		admit := func(id string) Verdict {
 			t.Helper()
-			v, err := e.h.Admit(ctx, tokenAdmission(id, 600, 1000, 1000, e.ttl))
+			v, err := e.h.Admit(ctx, tokenAdmission(1000, 1000), tokenHold(id, 600, e.ttl))
 			if err != nil {
 				t.Fatal(err)
 			}
 			return v
 		}
-		dead := tokenAdmission("dead", 600, 1000, 1000, e.ttl)
-		if v, err := e.h.Admit(ctx, dead); err != nil || v.Refused != -1 {
+		adm := tokenAdmission(1000, 1000)
+		dead := tokenHold("dead", 600, e.ttl)
+		if v, err := e.h.Admit(ctx, adm, dead); err != nil || v.Refused != -1 {
 			t.Fatalf("first admit = %+v, %v", v, err)
 		}
 		if v := admit("blocked"); v.Refused != 1 || v.Held != 600 {
@@ -153,18 +157,18 @@ func TestHoldExpiresAndRenews(t *testing.T) {
 		}
 		// The holder dies: no settle, no renew. Its hold expires.
 		e.await(t, e.ttl+e.ttl/2)
-		live := tokenAdmission("live", 600, 1000, 1000, e.ttl)
-		if v, err := e.h.Admit(ctx, live); err != nil || v.Refused != -1 {
+		live := tokenHold("live", 600, e.ttl)
+		if v, err := e.h.Admit(ctx, adm, live); err != nil || v.Refused != -1 {
 			t.Fatalf("admit after expiry = %+v, %v; want admitted", v, err)
 		}
 		// A settle of the expired hold subtracts nothing.
-		if err := e.h.Settle(ctx, &Settlement{Budgets: dead.Budgets, Hold: dead.Hold}); err != nil {
+		if err := e.h.Settle(ctx, &Settlement{Budgets: adm.Budgets, Hold: dead}); err != nil {
 			t.Fatal(err)
 		}
 		// The live one renews before it would expire, and keeps holding.
 		for i := 0; i < 3; i++ {
 			e.await(t, e.ttl/2)
-			if err := e.h.Renew(ctx, live.Budgets, live.Hold); err != nil {
+			if err := e.h.Renew(ctx, adm.Budgets, live); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -173,13 +177,13 @@ func TestHoldExpiresAndRenews(t *testing.T) {
 		}
 		// A renewal after expiry holds again.
 		e.await(t, e.ttl+e.ttl/2)
-		if err := e.h.Renew(ctx, live.Budgets, live.Hold); err != nil {
+		if err := e.h.Renew(ctx, adm.Budgets, live); err != nil {
 			t.Fatal(err)
 		}
 		if v := admit("re-held"); v.Refused != 1 || v.Held != 600 {
 			t.Fatalf("admit after a late renewal = %+v, want refused with 600 held", v)
 		}
-		if err := e.h.Settle(ctx, &Settlement{Budgets: live.Budgets, Hold: live.Hold}); err != nil {
+		if err := e.h.Settle(ctx, &Settlement{Budgets: adm.Budgets, Hold: live}); err != nil {
 			t.Fatal(err)
 		}
 		if v := admit("free"); v.Refused != -1 {
@@ -199,7 +203,7 @@ func TestHoldConcurrentAdmissions(t *testing.T) {
 			wg.Add(1)
 			go func(i int) {
 				defer wg.Done()
-				verdicts[i], errs[i] = e.h.Admit(context.Background(), tokenAdmission("c"+strconv.Itoa(i), 150, 2000, 1000, time.Minute))
+				verdicts[i], errs[i] = e.h.Admit(context.Background(), tokenAdmission(2000, 1000), tokenHold("c"+strconv.Itoa(i), 150, time.Minute))
 			}(i)
 		}
 		wg.Wait()
@@ -223,14 +227,14 @@ func TestHoldScriptReload(t *testing.T) {
 	e := redisHoldEnv(t)
 	r := e.h.(*Redis)
 	ctx := context.Background()
-	if v, err := r.Admit(ctx, tokenAdmission("a", 1, 10, 10, time.Minute)); err != nil || v.Refused != -1 {
+	if v, err := r.Admit(ctx, tokenAdmission(10, 10), tokenHold("a", 1, time.Minute)); err != nil || v.Refused != -1 {
 		t.Fatalf("admit = %+v, %v", v, err)
 	}
 	if _, err := r.c.pipeline(ctx, [][]string{{"SCRIPT", "FLUSH"}}); err != nil {
 		t.Fatal(err)
 	}
 	before := r.RoundTrips()
-	if v, err := r.Admit(ctx, tokenAdmission("b", 1, 10, 10, time.Minute)); err != nil || v.Refused != -1 {
+	if v, err := r.Admit(ctx, tokenAdmission(10, 10), tokenHold("b", 1, time.Minute)); err != nil || v.Refused != -1 {
 		t.Fatalf("admit after SCRIPT FLUSH = %+v, %v", v, err)
 	}
 	if n := r.RoundTrips() - before; n != 2 {
@@ -247,7 +251,7 @@ func TestHoldScriptReload(t *testing.T) {
 		t.Fatalf("round trips of a first call = %d, want 1 (SCRIPT LOAD and EVALSHA pipelined)", n)
 	}
 	before = r.RoundTrips()
-	if _, err := r.Admit(ctx, tokenAdmission("c", 1, 10, 10, time.Minute)); err != nil {
+	if _, err := r.Admit(ctx, tokenAdmission(10, 10), tokenHold("c", 1, time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	if n := r.RoundTrips() - before; n != 1 {

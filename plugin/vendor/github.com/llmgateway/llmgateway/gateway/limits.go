@@ -324,9 +324,10 @@ type limiter struct {
 	now      func() time.Time
 	log      *logger
 	async    *attemptCounts // provider success rates, written in the background (rejections are counted on the request path)
-	// holder admits budgeted requests with reservations (counters, which
-	// every store.Counter the gateway builds also is); holdTTL is a
-	// reservation's life unless renewed.
+	// holder admits budgeted requests with reservations: counters, which
+	// every store the gateway builds also is (a Counter that is not — a
+	// test double — leaves the budgets checked against what is used);
+	// holdTTL is a reservation's life unless renewed.
 	holder  store.Holder
 	holdTTL time.Duration
 

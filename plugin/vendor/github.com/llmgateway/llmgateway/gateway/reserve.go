@@ -58,7 +58,7 @@ type budgetCheck struct {
 // UTC minute (cached in setKeys): the store operation's counts, budgets
 // and checks, and what each check means.
 type admitPlan struct {
-	admission store.Admission // Hold is set per request, on a copy
+	admission store.Admission // shared by the requests (by pointer)
 	checks    []budgetCheck
 }
 
@@ -96,7 +96,11 @@ func buildAdmitPlan(scopes []limitScope, k *setKeys, b windowBuckets) *admitPlan
 			continue
 		}
 		bi := len(a.Budgets)
-		a.Budgets = append(a.Budgets, store.Budget{Holds: s.prefix + "holds", Sums: s.prefix + "held"})
+		prefix := s.prefix
+		if prefix == "" {
+			prefix = scopePrefix(s.kind, s.id)
+		}
+		a.Budgets = append(a.Budgets, store.Budget{Holds: prefix + "holds", Sums: prefix + "held"})
 		if lim.tokensPerDay > 0 {
 			a.Checks = append(a.Checks, store.Check{Budget: bi, Limit: lim.tokensPerDay,
 				Used: []string{s.key("tokin", dayWindow, b.day), s.key("tokout", dayWindow, b.day)}})
@@ -172,15 +176,15 @@ func (l *limiter) reserve(ctx context.Context, scopes []limitScope, tokens, cost
 		minute--
 	}
 	k := setKeysAt(scopes, now, minute)
-	if k.plan == nil {
+	if k.plan == nil || l.holder == nil {
 		return nil, l.checkAndCount(ctx, scopes)
 	}
 	tokens, cost = clampHold(tokens), clampHold(cost)
-	a := k.plan.admission
+	a := &k.plan.admission
 	id := holdPrefix + "-" + strconv.FormatInt(holdCounter.Add(1), 36)
-	a.Hold = store.Hold{Member: store.HoldMember(id, tokens, cost), Tokens: tokens, Cost: cost, TTL: l.holdTTL}
+	hold := store.Hold{Member: store.HoldMember(id, tokens, cost), Tokens: tokens, Cost: cost, TTL: l.holdTTL}
 	var holder store.Holder = l.holder
-	v, err := holder.Admit(ctx, &a)
+	v, err := holder.Admit(ctx, a, hold)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, upstreamFailure(apierr.ClassClientCancel, "client closed the request", err)
@@ -190,7 +194,7 @@ func (l *limiter) reserve(ctx context.Context, scopes []limitScope, tokens, cost
 			return nil, errStoreUnavailable()
 		}
 		holder = l.fallback
-		v, _ = holder.Admit(ctx, &a)
+		v, _ = holder.Admit(ctx, a, hold)
 	}
 	if v.Refused >= 0 {
 		bc := &k.plan.checks[v.Refused]
@@ -201,7 +205,7 @@ func (l *limiter) reserve(ctx context.Context, scopes []limitScope, tokens, cost
 		}
 		return nil, e
 	}
-	r := &reservation{l: l, holder: holder, keys: k, hold: a.Hold}
+	r := &reservation{l: l, holder: holder, keys: k, hold: hold}
 	r.renewal = time.AfterFunc(l.holdTTL/2, func() { renewReservation(r) })
 	return r, nil
 }

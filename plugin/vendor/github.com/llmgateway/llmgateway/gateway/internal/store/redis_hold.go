@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
@@ -23,19 +24,20 @@ import (
 const holdKeySlackMs = "60000"
 
 // admitScript: KEYS are the counters, then each budget's holds and sums,
-// then every budget check's used counters. ARGV: hold TTL (ms), member,
-// hold tokens, hold cost, number of counters, budgets and checks; per
-// counter its delta and TTL (s); per check its 1-based counter index (0:
-// a budget check), 1-based budget index, 1 for cost, limit, number of
-// used keys. It returns {0} when admitted, else {check (1-based), used,
-// held}.
+// then every budget check's used counters. ARGV: the number of counters,
+// budgets and checks; per counter its delta and TTL (s); per check its
+// 1-based counter index (0: a budget check), 1-based budget index, 1 for
+// cost, limit, number of used keys; then the request's own: hold TTL
+// (ms), member, tokens, cost (last, so the rest is encoded once per
+// Admission). It returns {0, 0, 0} when admitted, else {check
+// (1-based), used, held}.
 const admitScript = `redis.replicate_commands()
 local tm = redis.call('TIME')
 local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
-local ttl = tonumber(ARGV[1])
-local member = ARGV[2]
-local nc, nb, nk = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-local a = 8
+local n = #ARGV
+local ttl, member, htok, hcost = tonumber(ARGV[n - 3]), ARGV[n - 2], ARGV[n - 1], ARGV[n]
+local nc, nb, nk = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local a = 4
 local counts = {}
 for i = 1, nc do
   counts[i] = redis.call('INCRBY', KEYS[i], ARGV[a])
@@ -71,9 +73,9 @@ for c = 1, nk do
       used = used + (tonumber(redis.call('GET', KEYS[k])) or 0)
       k = k + 1
     end
-    local mine, have = tonumber(ARGV[3]), held[bi][1]
+    local mine, have = tonumber(htok), held[bi][1]
     if cost then
-      mine, have = tonumber(ARGV[4]), held[bi][2]
+      mine, have = tonumber(hcost), held[bi][2]
     end
     if used + have + mine > limit or used + have >= limit then
       return {c, used, have}
@@ -83,8 +85,8 @@ end
 for b = 1, nb do
   local z, h = KEYS[nc + 2 * b - 1], KEYS[nc + 2 * b]
   redis.call('ZADD', z, now + ttl, member)
-  redis.call('HINCRBY', h, 't', ARGV[3])
-  redis.call('HINCRBY', h, 'c', ARGV[4])
+  redis.call('HINCRBY', h, 't', htok)
+  redis.call('HINCRBY', h, 'c', hcost)
   redis.call('PEXPIRE', z, ttl + ` + holdKeySlackMs + `)
   redis.call('PEXPIRE', h, ttl + ` + holdKeySlackMs + `)
 end
@@ -231,36 +233,72 @@ func holdTTLMillis(ttl time.Duration) int64 {
 	return ms
 }
 
-// Admit runs the admission script: one round trip.
-func (s *Redis) Admit(ctx context.Context, a *Admission) (Verdict, error) {
-	nKeys := len(a.Counts) + 2*len(a.Budgets)
-	nArgs := 7 + 2*len(a.Counts) + 5*len(a.Checks)
-	for i := 0; i < len(a.Checks); i++ {
-		nKeys += len(a.Checks[i].Used)
-	}
-	keys := make([]string, 0, nKeys)
-	args := make([]string, 0, nArgs)
-	args = append(args, strconv.FormatInt(holdTTLMillis(a.Hold.TTL), 10), a.Hold.Member,
-		strconv.FormatInt(a.Hold.Tokens, 10), strconv.FormatInt(a.Hold.Cost, 10),
-		strconv.Itoa(len(a.Counts)), strconv.Itoa(len(a.Budgets)), strconv.Itoa(len(a.Checks)))
-	for i := 0; i < len(a.Counts); i++ {
-		keys = append(keys, a.Counts[i].Key)
-		args = append(args, strconv.FormatInt(a.Counts[i].Delta, 10), strconv.FormatInt(ttlSeconds(a.Counts[i].TTL), 10))
-	}
-	for i := 0; i < len(a.Budgets); i++ {
-		keys = append(keys, a.Budgets[i].Holds, a.Budgets[i].Sums)
-	}
-	for i := 0; i < len(a.Checks); i++ {
-		c := &a.Checks[i]
-		keys = append(keys, c.Used...)
-		cost := "0"
-		if c.Cost {
-			cost = "1"
+// admitPrefix is a's EVALSHA command up to its per-request tail (the
+// array header counts the tail's 4 arguments), built once per Admission.
+func admitPrefix(a *Admission) []byte {
+	a.encOnce.Do(func() {
+		nKeys := len(a.Counts) + 2*len(a.Budgets)
+		for i := 0; i < len(a.Checks); i++ {
+			nKeys += len(a.Checks[i].Used)
 		}
-		args = append(args, strconv.Itoa(c.Count), strconv.Itoa(c.Budget+1), cost,
-			strconv.FormatInt(c.Limit, 10), strconv.Itoa(len(c.Used)))
+		nArgs := 3 + 2*len(a.Counts) + 5*len(a.Checks) + 4
+		b := []byte{'*'}
+		b = strconv.AppendInt(b, int64(3+nKeys+nArgs), 10)
+		b = append(b, '\r', '\n')
+		b = appendBulk(b, "EVALSHA")
+		b = appendBulk(b, admitLua.sha)
+		b = appendBulk(b, strconv.Itoa(nKeys))
+		for i := 0; i < len(a.Counts); i++ {
+			b = appendBulk(b, a.Counts[i].Key)
+		}
+		for i := 0; i < len(a.Budgets); i++ {
+			b = appendBulk(b, a.Budgets[i].Holds)
+			b = appendBulk(b, a.Budgets[i].Sums)
+		}
+		for i := 0; i < len(a.Checks); i++ {
+			for j := 0; j < len(a.Checks[i].Used); j++ {
+				b = appendBulk(b, a.Checks[i].Used[j])
+			}
+		}
+		b = appendBulk(b, strconv.Itoa(len(a.Counts)))
+		b = appendBulk(b, strconv.Itoa(len(a.Budgets)))
+		b = appendBulk(b, strconv.Itoa(len(a.Checks)))
+		for i := 0; i < len(a.Counts); i++ {
+			b = appendBulk(b, strconv.FormatInt(a.Counts[i].Delta, 10))
+			b = appendBulk(b, strconv.FormatInt(ttlSeconds(a.Counts[i].TTL), 10))
+		}
+		for i := 0; i < len(a.Checks); i++ {
+			c := &a.Checks[i]
+			cost := "0"
+			if c.Cost {
+				cost = "1"
+			}
+			b = appendBulk(b, strconv.Itoa(c.Count))
+			b = appendBulk(b, strconv.Itoa(c.Budget+1))
+			b = appendBulk(b, cost)
+			b = appendBulk(b, strconv.FormatInt(c.Limit, 10))
+			b = appendBulk(b, strconv.Itoa(len(c.Used)))
+		}
+		a.enc = b
+	})
+	return a.enc
+}
+
+// Admit runs the admission script: one round trip. The command is a's
+// cached prefix and the hold's 4 arguments.
+func (s *Redis) Admit(ctx context.Context, a *Admission, h Hold) (Verdict, error) {
+	prefix := admitPrefix(a)
+	req := make([]byte, 0, len(prefix)+len(h.Member)+80)
+	load := !s.scripts[admitLua.id].Load()
+	if load {
+		req = appendRESPCommand(req, []string{"SCRIPT", "LOAD", admitLua.src})
 	}
-	_, v, err := evalBatch(ctx, s, nil, admitLua, keys, args)
+	req = append(req, prefix...)
+	req = appendBulk(req, strconv.FormatInt(holdTTLMillis(h.TTL), 10))
+	req = appendBulk(req, h.Member)
+	req = appendBulk(req, strconv.FormatInt(h.Tokens, 10))
+	req = appendBulk(req, strconv.FormatInt(h.Cost, 10))
+	v, err := runScript(ctx, s, admitLua, req, load, func() []byte { return admitEval(a, h) })
 	if err != nil {
 		return Verdict{}, err
 	}
@@ -275,6 +313,50 @@ func (s *Redis) Admit(ctx context.Context, a *Admission) (Verdict, error) {
 		return Verdict{}, errors.New("redis: admit script: check index out of range")
 	}
 	return Verdict{Refused: int(at - 1), Used: v.array[1].int, Held: v.array[2].int}, nil
+}
+
+// admitEval is the admission as EVAL with the script's source (after a
+// NOSCRIPT): the cached EVALSHA command with its name and SHA-1 swapped.
+func admitEval(a *Admission, h Hold) []byte {
+	prefix := admitPrefix(a)
+	// prefix: "*N\r\n" "$7\r\nEVALSHA\r\n" "$40\r\n<sha>\r\n" rest…
+	head := bytes.IndexByte(prefix, '\n') + 1
+	rest := prefix[head+len("$7\r\nEVALSHA\r\n")+len("$40\r\n")+40+2:]
+	b := append([]byte(nil), prefix[:head]...)
+	b = appendBulk(b, "EVAL")
+	b = appendBulk(b, admitLua.src)
+	b = append(b, rest...)
+	b = appendBulk(b, strconv.FormatInt(holdTTLMillis(h.TTL), 10))
+	b = appendBulk(b, h.Member)
+	b = appendBulk(b, strconv.FormatInt(h.Tokens, 10))
+	return appendBulk(b, strconv.FormatInt(h.Cost, 10))
+}
+
+// runScript sends req — a SCRIPT LOAD of script when load is set, then
+// one call of it — and returns the call's reply; on NOSCRIPT it sends
+// eval() (the call with the script's source) once more.
+func runScript(ctx context.Context, s *Redis, script *luaScript, req []byte, load bool, eval func() []byte) (respValue, error) {
+	n := 1
+	if load {
+		n = 2
+	}
+	bt := &respBatch{req: req, replies: make([]respValue, n)}
+	if err := respDo(ctx, s.c, bt); err != nil {
+		return respValue{}, err
+	}
+	v := bt.replies[n-1]
+	if load && bt.replies[0].kind == '$' && bt.replies[0].str == script.sha {
+		s.scripts[script.id].Store(true)
+	}
+	if !isNoScript(v) {
+		return v, nil
+	}
+	s.scripts[script.id].Store(false)
+	again := &respBatch{req: eval(), replies: make([]respValue, 1)}
+	if err := respDo(ctx, s.c, again); err != nil {
+		return respValue{}, err
+	}
+	return again.replies[0], nil
 }
 
 // holdKeys is every budget's holds and sums key, in order.
