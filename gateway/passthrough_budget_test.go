@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -122,5 +123,58 @@ func TestPassthroughBillingHeaders(t *testing.T) {
 	}
 	if _, err := newGatewayFromConfig(t, strings.Replace(cfg, `["openai-organization"]`, `["X-Custom"]`, 1)); err == nil || !strings.Contains(err.Error(), "providers.org.passthroughHeaders[0]") {
 		t.Fatalf("an unknown passthroughHeaders entry: %v", err)
+	}
+}
+
+// TestPassthroughReservations: a budgeted caller's passthrough request
+// reserves ceil(body bytes / 4) plus the output cap its body names in
+// any API's spelling (read from the body, chunked or not), else 4096,
+// and is refused when that does not fit; the reservation is settled to
+// the usage the answer reports.
+func TestPassthroughReservations(t *testing.T) {
+	up := newFakeUpstream(t, okJSON(`{"id":"x","usage":{"input_tokens":10,"output_tokens":5}}`))
+	cfg := `{
+  "providers": {
+    "ant": {"type": "anthropic", "baseUrl": "` + up.URL + `", "apiKey": "k1"},
+    "gem": {"type": "gemini", "baseUrl": "` + up.URL + `", "apiKey": "k2"}},
+  "groups": {"g": {"limits": {"tokensPerDay": 1000}}},
+  "users": {"inline": [{"name": "alice", "group": "g", "apiKey": "` + testAliceKey + `"}]}
+}`
+	g, srv, _ := serveTestGateway(t, cfg, nil, nil)
+	cases := []struct {
+		name, path, body string
+		chunked          bool
+		cap              int // the output cap reserved; 0: admitted
+	}{
+		{"anthropic max_tokens over the budget", "/ant/v1/messages", `{"model":"claude-x","max_tokens":32000,"messages":[]}`, false, 32000},
+		{"chunked body, cap read from it", "/ant/v1/messages", `{"model":"claude-x","max_tokens":32000,"messages":[]}`, true, 32000},
+		{"gemini generationConfig", "/gem/v1beta/models/gm:generateContent", `{"contents":[],"generationConfig":{"maxOutputTokens":5000}}`, false, 5000},
+		{"responses max_output_tokens", "/ant/v1/x", `{"model":"m","max_output_tokens":2000}`, false, 2000},
+		{"no cap: 4096", "/ant/v1/messages", `{"model":"claude-x","messages":[]}`, false, 4096},
+		{"a cap that fits", "/ant/v1/messages", `{"model":"claude-x","max_tokens":100,"messages":[]}`, false, 0},
+		{"gemini cap that fits", "/gem/v1beta/models/gm:generateContent", `{"contents":[],"generation_config":{"max_output_tokens":50}}`, true, 0},
+	}
+	for _, tc := range cases {
+		resp, got := send(t, srv.URL, testRequest{method: "POST", path: tc.path, body: tc.body, chunked: tc.chunked, headers: bearer(testAliceKey)})
+		if tc.cap == 0 {
+			if resp.StatusCode != 200 {
+				t.Fatalf("%s: %d %s", tc.name, resp.StatusCode, got)
+			}
+			continue
+		}
+		want := "reserves up to " + strconv.Itoa((len(tc.body)+3)/4+tc.cap) + " "
+		if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(got, want) {
+			t.Fatalf("%s: %d %s, want 429 with %q", tc.name, resp.StatusCode, got, want)
+		}
+	}
+	if up.count() != 2 {
+		t.Fatalf("upstream saw %d requests, want 2", up.count())
+	}
+	// Both admitted requests settled to their 15 reported tokens.
+	now := time.Now()
+	_, used, _ := g.limiter.counters.Apply(context.Background(), nil, []string{
+		counterKey("group", "g", "tokin", dayWindow, now), counterKey("group", "g", "tokout", dayWindow, now)})
+	if used[0] != 20 || used[1] != 10 {
+		t.Fatalf("accounted %v, want [20 10]", used)
 	}
 }

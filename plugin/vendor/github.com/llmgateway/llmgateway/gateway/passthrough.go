@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"mime"
@@ -62,23 +63,26 @@ func (g *Gateway) servePassthrough(w http.ResponseWriter, r *http.Request, p *pr
 }
 
 // passthroughReservation is a passthrough request's worst case: the
-// prompt estimate from its Content-Length (0 when it has none: the
-// estimate error is then the whole prompt), plus the model's maximum
-// output when the model is known and priced on this provider, else
-// defaultOutputCapTokens; the cost at the model's price.
+// prompt estimate, ceil(body bytes / 4) — of the body read by the peek,
+// else of its Content-Length (a binary body is not read; a binary body
+// without one estimates 0) — plus the body's output cap, else the
+// model's maximum output when known, else defaultOutputCapTokens; the
+// cost at the model's price.
 func passthroughReservation(c *call, p *providerRuntime, model string) (int64, int64) {
 	if !c.user.budgeted || !mayCost(c.r) {
 		return 0, 0
 	}
-	var prompt int64
-	if n := c.r.ContentLength; n > 0 {
+	var prompt, bodyCap int64
+	if c.peek != nil {
+		prompt, bodyCap = int64((c.peek.bytes+3)/4), c.peek.cap
+	} else if n := c.r.ContentLength; n > 0 {
 		prompt = (n + 3) / 4
 	}
 	var modelMax int64
-	if reg, _ := c.g.registry.Load().(*modelRegistry); reg != nil && model != "" {
+	if reg, _ := c.g.registry.Load().(*modelRegistry); reg != nil && model != "" && bodyCap == 0 {
 		modelMax = reg.resolveMeta(modelRoute{provider: p, model: model}).maxOutput
 	}
-	output := outputCap(0, modelMax)
+	output := outputCap(bodyCap, modelMax)
 	var cost int64
 	if c.user.costBudget && model != "" {
 		cost = worstCost(c.g, []candidate{{provider: p, model: model}}, prompt, output)
@@ -114,7 +118,8 @@ func admitPassthrough(c *call, p *providerRuntime, rest string) (string, *capped
 		if modelRestricted(grants) && !anyGrantAllowsModel(grants, p.name, pm) {
 			return "", nil, errPassthroughModelDenied(p.name)
 		}
-		return pm, body, nil
+		_, e := budgetPeek(c, body)
+		return pm, body, e
 	}
 	if modelRestricted(grants) {
 		m, e := checkPassthroughModel(c, body, grants, p.name)
@@ -123,7 +128,63 @@ func admitPassthrough(c *call, p *providerRuntime, rest string) (string, *capped
 	if !c.g.cfg.allowUnpriced && c.user.costBudget && mayCost(r) {
 		return pricedPassthroughModel(c, body)
 	}
-	return "", body, nil
+	m, e := budgetPeek(c, body)
+	return m, body, e
+}
+
+// budgetPeek reads a budgeted caller's passthrough body (when it may
+// cost, is not binary and was not read yet) so that its reservation has
+// the body's size and output cap, and returns its model ("" when it has
+// no single top-level one).
+func budgetPeek(c *call, body *cappedBody) (string, *apiError) {
+	if !c.user.budgeted || !mayCost(c.r) || c.peek != nil || isBinaryContentType(c.r.Header.Get("Content-Type")) {
+		return "", nil
+	}
+	return peekPassthroughModel(c, body)
+}
+
+// passthroughPeek is what the passthrough peek learned for the
+// reservation: the body's size and its output cap (0: none named).
+type passthroughPeek struct {
+	bytes int
+	cap   int64
+}
+
+// passthroughOutputCap is the largest output cap a passthrough JSON body
+// names, whichever API's spelling: max_tokens, max_completion_tokens,
+// max_output_tokens (Responses), generationConfig.maxOutputTokens
+// (Gemini, either case style); 0 when none.
+func passthroughOutputCap(data []byte) int64 {
+	var b struct {
+		MaxTokens           json.RawMessage `json:"max_tokens"`
+		MaxCompletionTokens json.RawMessage `json:"max_completion_tokens"`
+		MaxOutputTokens     json.RawMessage `json:"max_output_tokens"`
+		GenerationConfig    *struct {
+			MaxOutputTokens  json.RawMessage `json:"maxOutputTokens"`
+			MaxOutputTokens2 json.RawMessage `json:"max_output_tokens"`
+		} `json:"generationConfig"`
+		GenerationConfig2 *struct {
+			MaxOutputTokens  json.RawMessage `json:"maxOutputTokens"`
+			MaxOutputTokens2 json.RawMessage `json:"max_output_tokens"`
+		} `json:"generation_config"`
+	}
+	if json.Unmarshal(data, &b) != nil {
+		return 0
+	}
+	caps := []json.RawMessage{b.MaxTokens, b.MaxCompletionTokens, b.MaxOutputTokens}
+	if b.GenerationConfig != nil {
+		caps = append(caps, b.GenerationConfig.MaxOutputTokens, b.GenerationConfig.MaxOutputTokens2)
+	}
+	if b.GenerationConfig2 != nil {
+		caps = append(caps, b.GenerationConfig2.MaxOutputTokens, b.GenerationConfig2.MaxOutputTokens2)
+	}
+	var most int64
+	for i := 0; i < len(caps); i++ {
+		if n := parseTokenCap(caps[i]); n > most {
+			most = n
+		}
+	}
+	return most
 }
 
 // mayCost reports whether a passthrough request can spend tokens: one
@@ -374,6 +435,9 @@ func peekPassthroughModel(c *call, body *cappedBody) (string, *apiError) {
 	body.r = bytes.NewReader(data)
 	body.remaining = maxPassthroughRequestBytes
 	body.sent.Store(0)
+	if c.user.budgeted {
+		c.peek = &passthroughPeek{bytes: len(data), cap: passthroughOutputCap(data)}
+	}
 	model, ok := singleTopLevelModel(data)
 	if !ok {
 		return "", nil

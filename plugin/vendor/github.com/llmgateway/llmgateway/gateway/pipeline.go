@@ -31,6 +31,9 @@ type call struct {
 	// resv is the request's budget reservation (nil: none), settled by
 	// the account stage or released by finish.
 	resv *reservation
+	// peek is what a budgeted caller's passthrough body showed (nil: not
+	// read), for its reservation.
+	peek *passthroughPeek
 	rec  requestRecord
 }
 
