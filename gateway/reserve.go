@@ -206,7 +206,9 @@ func (l *limiter) reserve(ctx context.Context, scopes []limitScope, tokens, cost
 		return nil, e
 	}
 	r := &reservation{l: l, holder: holder, keys: k, hold: hold}
+	r.mu.Lock()
 	r.renewal = time.AfterFunc(l.holdTTL/2, func() { renewReservation(r) })
+	r.mu.Unlock()
 	return r, nil
 }
 
