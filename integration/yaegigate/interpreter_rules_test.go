@@ -107,3 +107,36 @@ func assertNil() bool {
 	}()
 	require.True(t, panicked, "Yaegi no longer panics on a comma-ok assertion of a nil interface")
 }
+
+// Tests of the core compare interface values only with values that came
+// from the same interface variable, never with a fresh conversion: under
+// Yaegi v0.16.1 an interface holding a pointer to an interpreted type is
+// unequal to the same pointer converted to the interface again (h ==
+// H(m) is false where compiled Go says true), while two copies of one
+// interface value compare equal. This records the behaviour.
+func TestYaegiInterfaceConversionIsNotEqual(t *testing.T) {
+	i := interp.New(interp.Options{})
+	require.NoError(t, i.Use(stdlib.Symbols))
+	_, err := i.Eval(`
+type H interface{ A() }
+
+type M struct{ x int }
+
+func (m *M) A() {}
+
+func compare() (bool, bool) {
+	m := &M{}
+	var h H = m
+	copied := h
+	return h == H(m), copied == h
+}
+`)
+	require.NoError(t, err)
+	v, err := i.Eval("compare")
+	require.NoError(t, err)
+	fn, ok := v.Interface().(func() (bool, bool))
+	require.True(t, ok)
+	converted, copied := fn()
+	require.True(t, copied, "two copies of one interface value compare equal")
+	require.False(t, converted, "Yaegi now says an interface equals a fresh conversion of the same pointer")
+}
