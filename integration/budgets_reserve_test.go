@@ -124,10 +124,10 @@ func rsBurstConfig(up rsUpstream, limits map[string]interface{}, redisAddr strin
 	return cfg
 }
 
-// rsBurst sends n copies of body as alice, spread round-robin over
+// rsBurst sends n copies of body with key, spread round-robin over
 // replicas, all released together through a gate, and returns the
 // results in order.
-func rsBurst(t *testing.T, replicas []string, body []byte, n int) []rlResult {
+func rsBurst(t *testing.T, replicas []string, key string, body []byte, n int) []rlResult {
 	t.Helper()
 	client := rlHTTPClient()
 	t.Cleanup(client.CloseIdleConnections)
@@ -139,7 +139,7 @@ func rsBurst(t *testing.T, replicas []string, body []byte, n int) []rlResult {
 		go func(i int) {
 			defer wg.Done()
 			<-gate
-			results[i] = rlDo(client, http.MethodPost, replicas[i%len(replicas)]+"/v1/chat/completions", rsKey, body)
+			results[i] = rlDo(client, http.MethodPost, replicas[i%len(replicas)]+"/v1/chat/completions", key, body)
 		}(i)
 	}
 	close(gate)
@@ -222,7 +222,7 @@ func TestReserveTokensAcrossReplicas(t *testing.T) {
 	rlAwaitHeadroom(t, 24*time.Hour, time.Minute)
 	at := time.Now()
 	before := up.mock.Total()
-	results := rsBurst(t, replicas, body, rsFired)
+	results := rsBurst(t, replicas, rsKey, body, rsFired)
 	tally := rsCount(t, results, rsTokensRefusal)
 	reported := tally.prompt + tally.completion
 	accounted := rsAwaitCounter(rsTokensAccounted(rd, at), reported)
@@ -253,7 +253,7 @@ func TestReserveCostAcrossReplicas(t *testing.T) {
 	rlAwaitHeadroom(t, 24*time.Hour, time.Minute)
 	at := time.Now()
 	before := up.mock.Total()
-	results := rsBurst(t, replicas, body, rsFired)
+	results := rsBurst(t, replicas, rsKey, body, rsFired)
 	tally := rsCount(t, results, rsCostRefusal)
 	accounted := rsAwaitCounter(func() int64 {
 		v, _ := rd.get(rlKey("user", "alice", "cost", "day", at))
@@ -282,7 +282,7 @@ func TestReserveTokensInProcess(t *testing.T) {
 
 	rlAwaitHeadroom(t, 24*time.Hour, time.Minute)
 	before := up.mock.Total()
-	results := rsBurst(t, []string{gw.URL}, body, rsFired)
+	results := rsBurst(t, []string{gw.URL}, rsKey, body, rsFired)
 	tally := rsCount(t, results, rsTokensRefusal)
 	accounted := tally.prompt + tally.completion
 

@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -340,26 +339,13 @@ func TestRedisLimitExactAcrossReplicas(t *testing.T) {
 		"redis": map[string]interface{}{"address": rs.Addr},
 	}
 	replicas := []string{startGateway(t, bin, cfg).URL, startGateway(t, bin, cfg).URL}
-	client := rlHTTPClient()
 	body := rlChatBody(rlModel, "count me", false, false)
 
 	// A burst straddling a minute boundary would be counted in two
 	// buckets (up to 2×limit successes, correctly): keep it in one.
 	rlAwaitHeadroom(t, time.Minute, 15*time.Second)
 	before := time.Now().UTC()
-	results := make([]rlResult, fired)
-	gate := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := 0; i < fired; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			<-gate
-			results[i] = rlDo(client, http.MethodPost, replicas[i%2]+"/v1/chat/completions", key, body)
-		}(i)
-	}
-	close(gate)
-	wg.Wait()
+	results := rsBurst(t, replicas, key, body, fired)
 	after := time.Now().UTC()
 	require.Equal(t, before.Truncate(time.Minute), after.Truncate(time.Minute),
 		"the burst crossed a minute boundary (%v .. %v)", before, after)
