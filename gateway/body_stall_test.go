@@ -2,8 +2,10 @@ package gateway
 
 import (
 	"bufio"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -104,4 +106,94 @@ func trickleUpload(addr string, steady bool) string {
 		return "read: " + err.Error()
 	}
 	return line
+}
+
+// plainWriter hides every optional interface of the writer it wraps, as
+// Traefik's writer does for the plugin: no read deadline can be set
+// through it.
+type plainWriter struct{ http.ResponseWriter }
+
+// TestSlowUploadsEvictedWithoutReadDeadlines: where the writer cannot
+// set a read deadline (the Traefik plugin form), 100 stalled uploads
+// still cannot starve other users — each stalled read's slot is evicted
+// after the stall timeout — and an upload that resumes after its
+// eviction gets the 408. Closing the stalled connections ends every
+// read and leaves no slot taken.
+func TestSlowUploadsEvictedWithoutReadDeadlines(t *testing.T) {
+	up := newFakeUpstream(t, okJSON(`{"id":"ok"}`))
+	cfg, err := DecodeConfigJSON([]byte(timeoutConfig(up.URL, "", "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(nil, cfg, Options{Name: "test", LogOutput: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Close() })
+	g.admission.stall = 300 * time.Millisecond
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := http.NewResponseController(plainWriter{w}).SetReadDeadline(time.Now()); err == nil {
+			panic("plainWriter set a read deadline")
+		}
+		g.ServeHTTP(plainWriter{w}, r)
+	}))
+	t.Cleanup(srv.Close)
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	head := "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + testAliceKey +
+		"\r\nContent-Type: application/json\r\nContent-Length: 2000\r\n\r\n{\"model\":"
+	const tricklers = 100
+	conns := make([]net.Conn, 0, tricklers)
+	defer func() {
+		for i := 0; i < len(conns); i++ {
+			conns[i].Close()
+		}
+	}()
+	for i := 0; i < tricklers; i++ {
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, nc)
+		if _, err := nc.Write([]byte(head)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// More stalled uploads than slots: without eviction every slot stays
+	// taken and a normal client gets 503 until the uploads give up.
+	if cap(g.admission.slots) >= tricklers {
+		t.Fatalf("%d slots: the test needs fewer than %d", cap(g.admission.slots), tricklers)
+	}
+	body := `{"model":"m1","messages":[{"role":"user","content":"hi"}]}`
+	client := &http.Client{Timeout: 5 * time.Second}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s, got, err := postChat(client, srv.URL, testAliceKey, body)
+		if err == nil && s == http.StatusOK {
+			break
+		}
+		if err != nil || s != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			t.Fatalf("normal client beside stalled uploads: %d %v %s", s, err, got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// One stalled upload resumes after its eviction: 408.
+	late := conns[0]
+	_ = late.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := late.Write([]byte(`"m1"` + strings.Repeat(" ", 2000-len(`{"model":"m1"`)-1) + `}`)); err != nil {
+		t.Fatal(err)
+	}
+	status, err := bufio.NewReader(late).ReadString('\n')
+	if err != nil || !strings.HasPrefix(status, "HTTP/1.1 408") {
+		t.Fatalf("resumed upload after eviction: %q %v, want a 408", status, err)
+	}
+	// Every stalled read ends when its client goes; no slot stays taken.
+	for i := 0; i < len(conns); i++ {
+		conns[i].Close()
+	}
+	for len(g.admission.slots) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d slots still taken after every stalled client left", len(g.admission.slots))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

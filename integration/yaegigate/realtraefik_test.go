@@ -1,10 +1,15 @@
 package yaegigate_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,4 +139,75 @@ func TestRealTraefik(t *testing.T) {
 		})
 	})
 	assert.Zero(t, dummyHits.hits.Load(), "the gateway's routes must not reach the router's service")
+}
+
+// TestRealTraefikStalledUploads: Traefik's writer cannot set a read
+// deadline, so in the plugin form a stalled upload's body-admission slot
+// is evicted by a timer after the stall timeout (5 s): with every slot
+// held by stalled uploads a normal client gets 503, then — once they are
+// evicted, while they still stall — is served; an evicted upload that
+// resumes gets the 408.
+func TestRealTraefikStalledUploads(t *testing.T) {
+	bin := traefikBinary(t)
+	up := newFixtureUpstream(t)
+	dummy := httptest.NewServer(&nextHandler{})
+	defer dummy.Close()
+	const slots = 4
+	cfg := gatewayConfig(up.URL())
+	cfg["maxInFlightBodyRequests"] = slots
+	rt := startRealTraefik(t, bin, cfg, dummy.URL)
+	addr := strings.TrimPrefix(rt.base, "http://")
+	head := "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + userKey +
+		"\r\nContent-Type: application/json\r\nContent-Length: 2000\r\n\r\n{\"model\":"
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	}()
+	for i := 0; i < slots; i++ {
+		nc, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		conns = append(conns, nc)
+		_, err = nc.Write([]byte(head))
+		require.NoError(t, err)
+	}
+	body := []byte(`{"model":"` + upstreamModel + `","messages":[{"role":"user","content":"hi"}]}`)
+	chat := func() int {
+		req, err := http.NewRequest(http.MethodPost, rt.base+"/v1/chat/completions", bytes.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+userKey)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	// Every slot held: 503 (Traefik may pass the uploads on a moment after
+	// their headers, so wait for the first 503, within the stall timeout).
+	started := time.Now()
+	status := chat()
+	for status == http.StatusOK && time.Since(started) < 2*time.Second {
+		time.Sleep(20 * time.Millisecond)
+		status = chat()
+	}
+	require.Equal(t, http.StatusServiceUnavailable, status, "a normal client while every slot is held by a stalled upload")
+	// Evicted after 5 s without progress: served, the uploads still open.
+	deadline := time.Now().Add(15 * time.Second)
+	for status != http.StatusOK {
+		require.True(t, time.Now().Before(deadline), "a normal client was still refused (%d) 15 s after the uploads stalled", status)
+		require.Equal(t, http.StatusServiceUnavailable, status)
+		time.Sleep(100 * time.Millisecond)
+		status = chat()
+	}
+	t.Logf("served %v after the uploads stalled", time.Since(started).Round(10*time.Millisecond))
+	late := conns[0]
+	require.NoError(t, late.SetDeadline(time.Now().Add(10*time.Second)))
+	rest := `"` + upstreamModel + `"`
+	_, err := late.Write([]byte(rest + strings.Repeat(" ", 2000-len(`{"model":`)-len(rest)-1) + "}"))
+	require.NoError(t, err)
+	line, err := bufio.NewReader(late).ReadString('\n')
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(line, "HTTP/1.1 408"), "an evicted upload that resumed got %q, want a 408", line)
 }

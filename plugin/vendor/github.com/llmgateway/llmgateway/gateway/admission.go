@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
@@ -52,20 +53,41 @@ func newBodyAdmission(n int) *bodyAdmission {
 	return &bodyAdmission{slots: make(chan struct{}, n), stall: bodyStallTimeout}
 }
 
-// takeBodySlot takes a slot without waiting; false when every slot is
-// busy (a 503). A plain function: the request path pays for every
+// bodySlot is one taken slot. It is given back once: by its holder when
+// the body is read (releaseSlot), or — where no read deadline can be set
+// (the Traefik plugin form) — early, by the stall timer of a read that
+// stopped making progress (the slot is then evicted, and the read ends
+// in a 408 whenever it returns).
+type bodySlot struct {
+	b       *bodyAdmission
+	given   atomic.Bool
+	evicted atomic.Bool
+}
+
+// takeBodySlot takes a slot without waiting; nil when every slot is busy
+// (a 503). A plain function: the request path pays for every
 // interpreted method call.
-func takeBodySlot(b *bodyAdmission) bool {
+func takeBodySlot(b *bodyAdmission) *bodySlot {
 	select {
 	case b.slots <- struct{}{}:
-		return true
+		return &bodySlot{b: b}
 	default:
-		return false
+		return nil
 	}
 }
 
-// release gives a slot back.
-func (b *bodyAdmission) release() { <-b.slots }
+// releaseSlot gives the slot back unless that was done already.
+func releaseSlot(s *bodySlot) {
+	if s.given.CompareAndSwap(false, true) {
+		<-s.b.slots
+	}
+}
+
+// evictSlot gives a stalled read's slot back and marks it evicted.
+func evictSlot(s *bodySlot) {
+	s.evicted.Store(true)
+	releaseSlot(s)
+}
 
 func errBodyCapacity() *apiError {
 	e := apierr.New(http.StatusServiceUnavailable, "server_error", "capacity",
@@ -80,13 +102,14 @@ func errBodyCapacity() *apiError {
 // the route's wire format; a multipart body (transcriptions) by locating
 // its single model field.
 func readAdmitted(g *Gateway, w http.ResponseWriter, r *http.Request, rt *route) (*jsonRequest, *apiError) {
-	if !takeBodySlot(g.admission) {
+	slot := takeBodySlot(g.admission)
+	if slot == nil {
 		return nil, errBodyCapacity()
 	}
 	// Given back by a defer even if a reader panics: a lost slot would
 	// shrink the gateway's capacity for good.
-	defer g.admission.release()
-	body, e := readRequestBody(w, r, rt.maxBodyBytes, g.admission.stall)
+	defer releaseSlot(slot)
+	body, e := readRequestBody(w, r, rt.maxBodyBytes, slot)
 	if e != nil {
 		return nil, e
 	}
@@ -104,13 +127,13 @@ const (
 	bodyStallTimeout = 5 * time.Second
 )
 
-// readRequestBody reads the whole body, refusing one over limit with
-// 413, under the stall deadline (readTimedBody).
-func readRequestBody(w http.ResponseWriter, r *http.Request, limit int64, stall time.Duration) ([]byte, *apiError) {
+// readRequestBody reads the whole body under slot, refusing one over
+// limit with 413, under the stall deadline (readTimedBody).
+func readRequestBody(w http.ResponseWriter, r *http.Request, limit int64, slot *bodySlot) ([]byte, *apiError) {
 	if r.ContentLength > limit {
 		return nil, errTooLarge(limit)
 	}
-	body, tooBig, e := readTimedBody(w, r.Body, r.ContentLength, limit, stall)
+	body, tooBig, e := readTimedBody(w, r.Body, r.ContentLength, limit, slot)
 	if e != nil {
 		return nil, e
 	}
@@ -121,27 +144,38 @@ func readRequestBody(w http.ResponseWriter, r *http.Request, limit int64, stall 
 }
 
 // readTimedBody reads a request body (declared bytes long, -1 when
-// unknown) whole, or reports tooBig past limit. The read runs under a
-// connection read deadline that every chunk of bodyChunk bytes pushes
-// stall further (http.ResponseController; a writer that cannot set one
-// reads without it), so a slow or stalled upload cannot hold its
-// body-admission slot: it gets a 408. The deadline is cleared once the
-// body is in. A read error is a 400.
-func readTimedBody(w http.ResponseWriter, body io.Reader, declared, limit int64, stall time.Duration) ([]byte, bool, *apiError) {
+// unknown) whole under slot, or reports tooBig past limit. Every chunk of
+// bodyChunk bytes must arrive within the slot's stall timeout, so a slow
+// or stalled upload cannot hold its body-admission slot: it gets a 408.
+// The timeout is a connection read deadline pushed after each chunk
+// (http.ResponseController) and cleared once the body is in; where the
+// host's writer cannot set one (the Traefik plugin form), a timer reset
+// after each chunk evicts the slot instead — the stalled read keeps
+// waiting (until the client sends more or goes, or the host's own read
+// timeout), but without the slot, and ends in the 408. A read error is a
+// 400.
+func readTimedBody(w http.ResponseWriter, body io.Reader, declared, limit int64, slot *bodySlot) ([]byte, bool, *apiError) {
+	stall := slot.b.stall
 	rc := http.NewResponseController(w)
-	var data []byte
-	var tooBig bool
-	var err error
+	var timer *time.Timer
 	if rc.SetReadDeadline(time.Now().Add(stall)) != nil {
-		data, tooBig, err = readBodyUntimed(body, declared, limit)
-	} else {
-		data, tooBig, err = readChunks(body, declared, limit, rc, stall)
-		if err != nil && isTimeout(err) {
-			// The deadline stays expired: before it answers, net/http
-			// would otherwise wait to discard the rest of the body from
-			// the stalled client. The connection closes after the 408.
+		rc = nil
+		timer = time.AfterFunc(stall, func() { evictSlot(slot) })
+	}
+	data, tooBig, err := readChunks(body, declared, limit, rc, timer, stall)
+	if timer != nil {
+		timer.Stop()
+		if slot.evicted.Load() {
 			return nil, false, errBodyStalled(stall)
 		}
+	}
+	if err != nil && rc != nil && isTimeout(err) {
+		// The deadline stays expired: before it answers, net/http would
+		// otherwise wait to discard the rest of the body from the stalled
+		// client. The connection closes after the 408.
+		return nil, false, errBodyStalled(stall)
+	}
+	if rc != nil {
 		_ = rc.SetReadDeadline(time.Time{})
 	}
 	if err != nil {
@@ -150,25 +184,11 @@ func readTimedBody(w http.ResponseWriter, body io.Reader, declared, limit int64,
 	return data, tooBig, nil
 }
 
-// readBodyUntimed is readTimedBody's read where no read deadline can be
-// set (the host's writer does not support one).
-func readBodyUntimed(body io.Reader, declared, limit int64) ([]byte, bool, error) {
-	if declared >= 0 && declared <= limit {
-		// A declared length (net/http never reads past it): one read into
-		// a buffer of exactly that size.
-		data := make([]byte, declared)
-		if _, err := io.ReadFull(body, data); err != nil {
-			return nil, false, err
-		}
-		return data, false, nil
-	}
-	return readCapped(body, limit)
-}
-
 // readChunks reads body (declared bytes long, -1 when unknown)
-// bodyChunk at a time (each one compiled io.ReadFull), pushing the read
-// deadline after each; tooBig over limit, never a truncated body.
-func readChunks(body io.Reader, declared, limit int64, rc *http.ResponseController, stall time.Duration) ([]byte, bool, error) {
+// bodyChunk at a time (each one compiled io.ReadFull), pushing the stall
+// timeout after each — the read deadline through rc, or the eviction
+// timer; tooBig over limit, never a truncated body.
+func readChunks(body io.Reader, declared, limit int64, rc *http.ResponseController, timer *time.Timer, stall time.Duration) ([]byte, bool, error) {
 	size := declared
 	if size < 0 {
 		size = limit + 1 // undeclared: read up to one byte past the cap
@@ -196,7 +216,11 @@ func readChunks(body io.Reader, declared, limit int64, rc *http.ResponseControll
 			return nil, false, err
 		}
 		if int64(len(buf)) < size {
-			_ = rc.SetReadDeadline(time.Now().Add(stall))
+			if rc != nil {
+				_ = rc.SetReadDeadline(time.Now().Add(stall))
+			} else if timer != nil {
+				timer.Reset(stall)
+			}
 		}
 	}
 	if int64(len(buf)) > limit {

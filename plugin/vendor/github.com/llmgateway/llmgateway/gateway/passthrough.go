@@ -424,11 +424,12 @@ func checkPassthroughModel(c *call, body *cappedBody, grants []*grant, provider 
 // returns its single top-level "model" ("" when there is none within the
 // first 64 KiB, or two).
 func peekPassthroughModel(c *call, body *cappedBody) (string, *apiError) {
-	if !takeBodySlot(c.g.admission) {
+	slot := takeBodySlot(c.g.admission)
+	if slot == nil {
 		return "", errBodyCapacity()
 	}
-	defer c.g.admission.release()
-	data, e := readPeekedBody(c, body)
+	defer releaseSlot(slot)
+	data, e := readPeekedBody(c, body, slot)
 	if e != nil {
 		return "", e
 	}
@@ -449,8 +450,8 @@ func peekPassthroughModel(c *call, body *cappedBody) (string, *apiError) {
 // under the same per-64 KiB read deadline as a unified body
 // (readTimedBody), so a stalled upload cannot keep its slot; the
 // cappedBody refuses what passes the passthrough cap.
-func readPeekedBody(c *call, body *cappedBody) ([]byte, *apiError) {
-	data, _, e := readTimedBody(c.w, body, c.r.ContentLength, maxPassthroughRequestBytes, c.g.admission.stall)
+func readPeekedBody(c *call, body *cappedBody, slot *bodySlot) ([]byte, *apiError) {
+	data, _, e := readTimedBody(c.w, body, c.r.ContentLength, maxPassthroughRequestBytes, slot)
 	if body.exceeded {
 		return nil, errTooLarge(maxPassthroughRequestBytes)
 	}
