@@ -110,8 +110,13 @@ func trickleUpload(addr string, steady bool) string {
 
 // plainWriter hides every optional interface of the writer it wraps, as
 // Traefik's writer does for the plugin: no read deadline can be set
-// through it.
-type plainWriter struct{ http.ResponseWriter }
+// through it. (Explicit methods: Yaegi cannot build a struct embedding
+// an interface.)
+type plainWriter struct{ w http.ResponseWriter }
+
+func (p plainWriter) Header() http.Header         { return p.w.Header() }
+func (p plainWriter) Write(b []byte) (int, error) { return p.w.Write(b) }
+func (p plainWriter) WriteHeader(status int)      { p.w.WriteHeader(status) }
 
 // TestSlowUploadsEvictedWithoutReadDeadlines: where the writer cannot
 // set a read deadline (the Traefik plugin form), 100 stalled uploads
