@@ -34,6 +34,11 @@ type call struct {
 	// peek is what a budgeted caller's passthrough body showed (nil: not
 	// read), for its reservation.
 	peek *passthroughPeek
+	// hub is a Messages request translated to the hub (hubRequest), and
+	// hubInfo what the translation learned; nil until a candidate needs
+	// it.
+	hub     *jsonRequest
+	hubInfo translate.AnthropicInbound
 	rec  requestRecord
 }
 
@@ -57,7 +62,7 @@ func serveMetered(g *Gateway, w http.ResponseWriter, r *http.Request, rt *route)
 		reject(c, errMethodNotAllowed(r.Method, rt.path, rt.method))
 		return
 	}
-	if !identify(c) || !admitBody(c) || !resolve(c) || !limit(c) {
+	if !identify(c) || !admitBody(c) || !resolve(c) || !rt.unlimited && !limit(c) {
 		return
 	}
 	if serveCached(c) {
