@@ -39,7 +39,7 @@ type call struct {
 	// it.
 	hub     *jsonRequest
 	hubInfo translate.AnthropicInbound
-	rec  requestRecord
+	rec     requestRecord
 }
 
 func newCall(g *Gateway, w http.ResponseWriter, r *http.Request, rt *route) *call {
