@@ -77,8 +77,9 @@ func (u *translateUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // textMarkers start the text of an upstream stream event: an Anthropic
-// text_delta, a Gemini text part. The mock writes one event per Write.
-var textMarkers = [][]byte{[]byte(`"type":"text_delta"`), []byte(`"parts":[{"text":`)}
+// text_delta, a Gemini text part, an OpenAI content chunk. The mock
+// writes one event per Write.
+var textMarkers = [][]byte{[]byte(`"type":"text_delta"`), []byte(`"parts":[{"text":`), []byte(`"delta":{"content":"`)}
 
 // textGatedWriter holds the second text event back until the client has
 // read the first one (or the gate's fallback expires).
@@ -350,6 +351,7 @@ func TestYaegiInterpreterTranslate(t *testing.T) {
 	front := httptest.NewServer(h)
 	defer front.Close()
 	runTranslateScenarios(t, front.URL, up)
+	runMessagesScenarios(t, front.URL, up)
 	if t.Failed() {
 		t.Logf("interpreter output:\n%s", p.output.String())
 	}
@@ -365,5 +367,6 @@ func TestRealTraefikTranslate(t *testing.T) {
 	defer dummy.Close()
 	rt := startRealTraefik(t, bin, translateConfig(up.srv.URL), dummy.URL)
 	runTranslateScenarios(t, rt.base, up)
+	runMessagesScenarios(t, rt.base, up)
 	assert.Zero(t, dummyHits.hits.Load(), "the gateway's routes must not reach the router's service")
 }

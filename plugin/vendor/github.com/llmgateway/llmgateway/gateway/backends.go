@@ -36,6 +36,12 @@ func init() {
 	geminiBackend.ops[opChat] = geminiChat
 	geminiBackend.ops[opEmbeddings] = geminiEmbeddings
 	geminiBackend.ops[opImages] = geminiImages
+	anthropicBackend.ops[opMessages] = anthropicMessages
+	openAIBackend.ops[opMessages] = func(c *call, cand candidate) (*outbound, *apiError) { return messagesViaHub(c, cand, openAIChat) }
+	geminiBackend.ops[opMessages] = func(c *call, cand candidate) (*outbound, *apiError) { return messagesViaHub(c, cand, geminiChat) }
+	anthropicBackend.ops[opCountTokens] = anthropicCountTokens
+	openAIBackend.ops[opCountTokens] = localCountTokens
+	geminiBackend.ops[opCountTokens] = localCountTokens
 }
 
 // backendFor is the capability table of a provider type.

@@ -37,6 +37,16 @@ type outbound struct {
 	// translator builds the stream translator for an event-stream answer;
 	// nil relays the upstream's events as is (same wire shape).
 	translator func() translate.StreamTranslator
+	// headers are extra request headers, name and value pairs, set after
+	// the provider's own (the client's allow-listed anthropic-version and
+	// anthropic-beta on the Messages routes).
+	headers []string
+	// startModel, when set, replaces the model in a relayed Messages
+	// stream's message_start (the client's model string, JSON-quoted).
+	startModel []byte
+	// local is an answer the gateway gives itself, without an upstream
+	// call (count_tokens for a provider type without the endpoint).
+	local []byte
 }
 
 // exchange is an upstream's 2xx answer. The caller must call done.
@@ -78,6 +88,10 @@ func sendUpstream(c *call) (*exchange, *outbound, *apiError) {
 			// The request cannot be expressed for this provider type: the
 			// client's mistake, whichever candidate it meets.
 			return nil, nil, e
+		}
+		if o.local != nil {
+			c.rec.provider, c.rec.model = o.provider.name, o.model
+			return localExchange(o), o, nil
 		}
 		x, e := tryCandidate(c, o, budget)
 		if e == nil {
@@ -151,6 +165,9 @@ func attempt(g *Gateway, r *http.Request, o *outbound) (*exchange, *apiError) {
 	}
 	if o.accept != "" {
 		req.Header.Set("Accept", o.accept)
+	}
+	for i := 0; i+1 < len(o.headers); i += 2 {
+		req.Header.Set(o.headers[i], o.headers[i+1])
 	}
 	resp, err := g.transport.RoundTrip(req)
 	if err != nil {

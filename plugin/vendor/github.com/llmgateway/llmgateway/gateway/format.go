@@ -11,9 +11,9 @@ import (
 // wireFormat is one client wire shape (an "inbound format"): everything
 // the pipeline needs to answer a client in the shape it speaks. A route
 // names its format; every stage writes through it, never through a
-// hard-coded envelope. Only the OpenAI format exists today; the
-// Anthropic, Ollama, Responses and JSON-RPC formats are further rows of
-// the same type.
+// hard-coded envelope. The OpenAI and Anthropic formats exist today; the
+// Ollama, Responses and JSON-RPC formats are further rows of the same
+// type.
 type wireFormat struct {
 	name string
 	// writeError writes e as a complete response in the format's error
@@ -40,6 +40,10 @@ type wireFormat struct {
 	// pipeline needs from it: the model, the stream flag, the output-token
 	// cap.
 	readRequest func(body []byte) (*jsonRequest, *apiError)
+	// keepalive, when set, is a framed event written while a translated
+	// stream's upstream is silent for keepaliveEvery (Anthropic's ping:
+	// its clients give up on a silent stream).
+	keepalive []byte
 }
 
 // sseDone is OpenAI's stream terminator. It is declared before

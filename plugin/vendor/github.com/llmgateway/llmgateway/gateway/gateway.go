@@ -46,6 +46,9 @@ type Gateway struct {
 	redis     *store.Redis   // nil: no Redis
 	cache     *responseCache // nil: no response cache
 	started   time.Time
+	// keepaliveEvery is the silence after which a translated stream gets
+	// its format's keepalive event (keepaliveEvery; tests shorten it).
+	keepaliveEvery time.Duration
 	// recordHook, when set, receives every request record (record.go)
 	// as its request ends.
 	recordHook func(*requestRecord)
@@ -65,15 +68,16 @@ func New(next http.Handler, cfg *Config, opts Options) (*Gateway, error) {
 	}
 	warnings := &warningLog{log: log}
 	g := &Gateway{
-		next:      next,
-		cfg:       compiled,
-		log:       log,
-		users:     newUserDirectory(compiled, log),
-		warnings:  warnings,
-		transport: newUpstreamTransport(),
-		admission: newBodyAdmission(compiled.bodySlots),
-		throttle:  newAuthThrottle(nil),
-		started:   time.Now(),
+		next:           next,
+		cfg:            compiled,
+		log:            log,
+		users:          newUserDirectory(compiled, log),
+		warnings:       warnings,
+		transport:      newUpstreamTransport(),
+		admission:      newBodyAdmission(compiled.bodySlots),
+		throttle:       newAuthThrottle(nil),
+		started:        time.Now(),
+		keepaliveEvery: keepaliveEvery,
 	}
 	for i := 0; i < len(compiled.warnings); i++ {
 		log.warnf("%s", compiled.warnings[i])

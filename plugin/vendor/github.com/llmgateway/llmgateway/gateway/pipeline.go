@@ -34,7 +34,12 @@ type call struct {
 	// peek is what a budgeted caller's passthrough body showed (nil: not
 	// read), for its reservation.
 	peek *passthroughPeek
-	rec  requestRecord
+	// hub is a Messages request translated to the hub (hubRequest), and
+	// hubInfo what the translation learned; nil until a candidate needs
+	// it.
+	hub     *jsonRequest
+	hubInfo translate.AnthropicInbound
+	rec     requestRecord
 }
 
 func newCall(g *Gateway, w http.ResponseWriter, r *http.Request, rt *route) *call {
@@ -57,7 +62,7 @@ func serveMetered(g *Gateway, w http.ResponseWriter, r *http.Request, rt *route)
 		reject(c, errMethodNotAllowed(r.Method, rt.path, rt.method))
 		return
 	}
-	if !identify(c) || !admitBody(c) || !resolve(c) || !limit(c) {
+	if !identify(c) || !admitBody(c) || !resolve(c) || !rt.unlimited && !limit(c) {
 		return
 	}
 	if serveCached(c) {

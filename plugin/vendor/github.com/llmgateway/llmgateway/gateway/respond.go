@@ -157,7 +157,7 @@ func relayEvents(c *call, x *exchange, o *outbound) *outcome {
 	copyResponseHeaders(c.w.Header(), x.resp.Header)
 	startStream(c, x.resp.StatusCode)
 	out := &outcome{status: x.resp.StatusCode, streamed: true, requestBytes: len(c.req.raw)}
-	acct := &relayAccount{strip: o.stripUsage}
+	acct := &relayAccount{strip: o.stripUsage, startModel: o.startModel}
 	res := relayEventStream(c.w, x.body, maxUpstreamResponseBytes, c.format.streamEndMark, c.format.isStreamEnd, nil, acct)
 	out.usage = acct.usage
 	out.contentBytes = acct.content
@@ -186,6 +186,11 @@ func relayTranslated(c *call, x *exchange, o *outbound, st translate.StreamTrans
 	startStream(c, http.StatusOK)
 	out := &outcome{status: http.StatusOK, streamed: true, requestBytes: len(c.req.raw)}
 	sw := newStreamWriter(c.w)
+	var ka *keepalive
+	if c.format.keepalive != nil {
+		ka = startKeepalive(c.w, sw.flusher, c.format.keepalive, c.g.keepaliveEvery)
+		defer keepaliveStop(ka)
+	}
 	rd := sse.NewReader(x.body, maxUpstreamResponseBytes)
 	var payloads []translate.Payload
 	frame := c.format.frame
@@ -205,7 +210,11 @@ func relayTranslated(c *call, x *exchange, o *outbound, st translate.StreamTrans
 				if e = attributed(p, e); e == nil {
 					sw.buf = append(sw.buf, c.format.streamEnd...)
 				}
-				sw.write(sw.buf)
+				if ka != nil {
+					keepaliveWrite(ka, sw.buf)
+				} else {
+					sw.write(sw.buf)
+				}
 			} else {
 				e = streamReadFailure(p.name, x.wd, c.r.Context(), err)
 			}
@@ -221,9 +230,13 @@ func relayTranslated(c *call, x *exchange, o *outbound, st translate.StreamTrans
 				buf = frame(buf, payloads[i])
 			}
 			sw.buf = buf
-			_, _ = c.w.Write(buf)
-			if sw.flusher != nil {
-				sw.flusher.Flush()
+			if ka != nil {
+				keepaliveWrite(ka, buf)
+			} else {
+				_, _ = c.w.Write(buf)
+				if sw.flusher != nil {
+					sw.flusher.Flush()
+				}
 			}
 		}
 		if e != nil {
@@ -233,6 +246,9 @@ func relayTranslated(c *call, x *exchange, o *outbound, st translate.StreamTrans
 	}
 	out.usage = st.Usage()
 	if e != nil {
+		if ka != nil {
+			keepaliveStop(ka)
+		}
 		endStream(c, sw, out, e, events)
 	}
 	return out

@@ -45,6 +45,10 @@ func (g *Gateway) serveModels(w http.ResponseWriter, r *http.Request) {
 		defaultFormat.writeError(w, errMethodNotAllowed(r.Method, r.URL.Path, http.MethodGet))
 		return
 	}
+	if r.Header.Get("Anthropic-Version") != "" {
+		g.serveAnthropicModels(w, r)
+		return
+	}
 	user, e := authenticate(g, r)
 	if e != nil {
 		defaultFormat.writeError(w, e)
@@ -107,4 +111,107 @@ func writeJSON(w http.ResponseWriter, status int, v interface{}) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(data)+1))
 	w.WriteHeader(status)
 	_, _ = w.Write(append(data, '\n'))
+}
+
+// anthropicModel is one entry of the Anthropic model listing.
+type anthropicModel struct {
+	Type        string `json:"type"`
+	ID          string `json:"id"`
+	DisplayName string `json:"display_name"`
+	CreatedAt   string `json:"created_at"`
+}
+
+// anthropicModelList is the Anthropic GET /v1/models response.
+type anthropicModelList struct {
+	Data    []anthropicModel `json:"data"`
+	HasMore bool             `json:"has_more"`
+	FirstID *string          `json:"first_id"`
+	LastID  *string          `json:"last_id"`
+}
+
+// serveAnthropicModels answers the model listing in Anthropic's shape,
+// for a request that carries anthropic-version (the Anthropic SDKs,
+// Claude Code's model picker): every id the caller may use, aliases
+// included, paged by limit (1–1000, default 20), after_id and before_id
+// as the Anthropic API pages; GET /v1/models/{id} is one entry. Errors
+// are in the Anthropic envelope.
+func (g *Gateway) serveAnthropicModels(w http.ResponseWriter, r *http.Request) {
+	user, e := authenticate(g, r)
+	if e != nil {
+		anthropicFormat.writeError(w, e)
+		return
+	}
+	created := g.started.UTC().Format("2006-01-02T15:04:05Z")
+	if id := strings.TrimPrefix(r.URL.Path, "/v1/models/"); id != r.URL.Path {
+		if _, e := resolveModel(g, user, id); e != nil {
+			anthropicFormat.writeError(w, e)
+			return
+		}
+		writeJSON(w, http.StatusOK, anthropicModel{Type: "model", ID: id, DisplayName: id, CreatedAt: created})
+		return
+	}
+	q := r.URL.Query()
+	limit := 20
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			anthropicFormat.writeError(w, apierr.BadRequest("invalid_limit", "limit: must be an integer from 1 to 1000"))
+			return
+		}
+		limit = n
+	}
+	entries := g.models().entries()
+	var ids []string
+	for i := 0; i < len(entries); i++ {
+		if user.canUseRoute(entries[i].route) {
+			ids = append(ids, entries[i].id)
+		}
+	}
+	from, to := 0, len(ids)
+	if after := q.Get("after_id"); after != "" {
+		from = indexOfID(ids, after) + 1
+		if from == 0 {
+			from = len(ids)
+		}
+	}
+	if before := q.Get("before_id"); before != "" {
+		if k := indexOfID(ids, before); k >= 0 {
+			to = k
+		}
+		if q.Get("after_id") == "" && to-limit > from {
+			from = to - limit
+		}
+	}
+	if from > to {
+		from = to
+	}
+	end := to
+	if end-from > limit {
+		end = from + limit
+	}
+	// has_more: more entries past the page in the direction paged (before
+	// it when paging with before_id alone).
+	more := end < len(ids)
+	if q.Get("before_id") != "" && q.Get("after_id") == "" {
+		more = from > 0
+	}
+	list := anthropicModelList{Data: make([]anthropicModel, 0, end-from), HasMore: more}
+	for i := from; i < end; i++ {
+		list.Data = append(list.Data, anthropicModel{Type: "model", ID: ids[i], DisplayName: ids[i], CreatedAt: created})
+	}
+	if len(list.Data) > 0 {
+		first, last := list.Data[0].ID, list.Data[len(list.Data)-1].ID
+		list.FirstID, list.LastID = &first, &last
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+// indexOfID is the index of s in list, -1 when absent.
+func indexOfID(list []string, s string) int {
+	for i := 0; i < len(list); i++ {
+		if list[i] == s {
+			return i
+		}
+	}
+	return -1
 }

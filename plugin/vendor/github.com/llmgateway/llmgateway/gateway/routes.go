@@ -15,6 +15,8 @@ const (
 	opImages
 	opSpeech
 	opTranscriptions
+	opMessages
+	opCountTokens
 	operationCount
 )
 
@@ -43,6 +45,10 @@ type route struct {
 	// priced: tokens and cost are accounted (and a cost budget needs the
 	// model's price). Unpriced routes are request-counted only.
 	priced bool
+	// unlimited: the limit stage is skipped (the request is neither
+	// counted nor refused by a limit; count_tokens, which Claude Code
+	// sends by the dozen).
+	unlimited bool
 }
 
 const maxMediaRequestBytes = 10 << 20
@@ -61,6 +67,10 @@ var routeTable = []*route{
 		body: bodyJSON, maxBodyBytes: maxMediaRequestBytes},
 	{path: "/v1/audio/transcriptions", method: http.MethodPost, format: openAIFormat, op: opTranscriptions, name: "audio/transcriptions",
 		body: bodyMultipart, maxBodyBytes: maxMediaRequestBytes},
+	{path: "/v1/messages", method: http.MethodPost, format: anthropicFormat, op: opMessages, name: "messages",
+		body: bodyJSON, maxBodyBytes: maxUnifiedRequestBytes, cacheable: true, priced: true},
+	{path: "/v1/messages/count_tokens", method: http.MethodPost, format: anthropicFormat, op: opCountTokens, name: "messages/count_tokens",
+		body: bodyJSON, maxBodyBytes: maxUnifiedRequestBytes, unlimited: true},
 }
 
 // passthroughRoute is the accounting row of native passthrough: any

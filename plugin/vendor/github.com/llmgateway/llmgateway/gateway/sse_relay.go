@@ -55,6 +55,10 @@ type relayAccount struct {
 	// "choices":[]) is read and dropped, and the "usage":null member of
 	// every other chunk is removed.
 	strip bool
+	// startModel, when set, is written as the model of the first
+	// message_start event (a Messages stream relayed with the upstream's
+	// model id replaced by the client's), then cleared.
+	startModel []byte
 }
 
 // relayEventStream is relaySSE made cheap for the interpreter, which
@@ -133,6 +137,10 @@ func relayEventStream(w http.ResponseWriter, body io.Reader, limit int64, endMar
 				}
 				if mayNull {
 					raw = dropUsageNull(raw)
+				}
+				if count && acct.startModel != nil && bytes.Contains(raw, messageStartMark) {
+					raw = withStartModel(raw, acct.startModel)
+					acct.startModel = nil
 				}
 				if onEvent != nil || mayEnd && (endMark == nil || bytes.Contains(raw, endMark)) ||
 					mayUsage && bytes.Contains(raw, usageMark) && !onlyNullUsage(raw) && translate.MayHoldUsage(raw) {

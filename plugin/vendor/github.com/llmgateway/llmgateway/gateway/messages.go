@@ -1,0 +1,281 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/translate"
+)
+
+// The Anthropic Messages routes (/v1/messages, /v1/messages/count_tokens)
+// on every provider type. An anthropic-type provider gets the request
+// untranslated, with only the model rewritten, and the answer comes back
+// byte for byte but for "model" (the client's string again). Any other
+// type is reached through the hub: the Messages request is translated to
+// an OpenAI chat request, sent through that type's chat backend, and the
+// hub answer translated back (translate.HubFromAnthropicRequest,
+// AnthropicFromHubResponse, NewAnthropicOutStream).
+
+// anthropicForwardedHeaders are the client headers an anthropic-type
+// upstream gets on these routes (anthropic-version overrides the
+// provider's default).
+var anthropicForwardedHeaders = []string{"Anthropic-Version", "Anthropic-Beta"}
+
+// anthropicClientHeaders is the allow-listed client headers, as name,
+// value pairs (outbound.headers).
+func anthropicClientHeaders(r *http.Request) []string {
+	var out []string
+	for i := 0; i < len(anthropicForwardedHeaders); i++ {
+		if v := r.Header.Get(anthropicForwardedHeaders[i]); v != "" {
+			out = append(out, anthropicForwardedHeaders[i], v)
+		}
+	}
+	return out
+}
+
+// anthropicMessages sends a Messages request to an anthropic-type
+// provider as the client wrote it (the query string too, e.g.
+// ?beta=true), the model rewritten; the answer's "model" is rewritten
+// back to the client's string (in the body, or in a stream's
+// message_start), every other byte kept.
+func anthropicMessages(c *call, cand candidate) (*outbound, *apiError) {
+	u := cand.provider.baseURL + "/v1/messages"
+	if q := c.r.URL.RawQuery; q != "" {
+		u += "?" + q
+	}
+	o := jsonOutbound(cand, u, c.req.withModel(cand.model))
+	o.headers = anthropicClientHeaders(c.r)
+	renamed := cand.model != c.req.model
+	if c.req.stream {
+		o.accept, o.stream = "text/event-stream", true
+		if renamed {
+			o.startModel, _ = json.Marshal(c.req.model)
+		}
+		return o, nil
+	}
+	if renamed {
+		model := c.req.model
+		o.decode = func(data []byte) ([]byte, translate.Usage, *apiError) {
+			var u translate.Usage
+			translate.UsageFromJSON(data, &u)
+			return withTopLevelModel(data, model), u, nil
+		}
+	}
+	return o, nil
+}
+
+// withTopLevelModel is a JSON object with its top-level "model" value
+// replaced by model, every other byte unchanged (data itself when it has
+// none, or is not such an object).
+func withTopLevelModel(data []byte, model string) []byte {
+	j, e := parseJSONRequest(data)
+	if e != nil {
+		return data
+	}
+	return j.withModel(model)
+}
+
+// messageStartMark is in a Messages stream's first event.
+var messageStartMark = []byte(`"message_start"`)
+
+// withStartModel is a message_start event with the message's model value
+// replaced by quoted (a JSON string): the event's first "model" key is
+// the message's (its content is empty). An event without one, or whose
+// value holds an escape, is returned as it is.
+func withStartModel(raw, quoted []byte) []byte {
+	k := bytes.Index(raw, modelKeyMark)
+	if k < 0 {
+		return raw
+	}
+	start := k + len(modelKeyMark) - 1 // the value's opening quote
+	end := bytes.IndexByte(raw[start+1:], '"')
+	if end < 0 || bytes.IndexByte(raw[start+1:start+1+end], '\\') >= 0 {
+		return raw
+	}
+	end += start + 2
+	out := make([]byte, 0, len(raw)-(end-start)+len(quoted))
+	out = append(out, raw[:start]...)
+	out = append(out, quoted...)
+	return append(out, raw[end:]...)
+}
+
+var modelKeyMark = []byte(`"model":"`)
+
+// messagesViaHub serves a Messages request through a provider type's
+// chat backend (inner): the request translated to the hub, and the
+// answer — whole or streamed — translated back.
+func messagesViaHub(c *call, cand candidate, inner prepareFunc) (*outbound, *apiError) {
+	hub, e := hubRequest(c)
+	if e != nil {
+		return nil, e
+	}
+	in, rt := c.req, c.route
+	c.req, c.route = hub, chatRoute
+	o, e := inner(c, cand)
+	c.req, c.route = in, rt
+	if e != nil {
+		return nil, e
+	}
+	info := c.hubInfo
+	tc := translateContext(c, cand.model)
+	if o.stream {
+		innerStream := o.translator
+		estimate := int64((len(c.req.raw) + 3) / 4)
+		o.translator = func() translate.StreamTranslator {
+			var st translate.StreamTranslator
+			if innerStream != nil {
+				st = innerStream()
+			}
+			return translate.NewAnthropicOutStream(st, tc, info, estimate)
+		}
+		o.stripUsage = false
+		return o, nil
+	}
+	innerDecode := o.decode
+	o.decode = func(data []byte) ([]byte, translate.Usage, *apiError) {
+		return hubToMessage(data, innerDecode, tc, info)
+	}
+	return o, nil
+}
+
+// hubToMessage decodes a whole answer to the hub (innerDecode, or as is
+// from an openai-type upstream) and translates it to a Message.
+func hubToMessage(data []byte, innerDecode func([]byte) ([]byte, translate.Usage, *apiError), tc translate.Context, info translate.AnthropicInbound) ([]byte, translate.Usage, *apiError) {
+	hubBody := data
+	var u translate.Usage
+	if innerDecode != nil {
+		var e *apiError
+		hubBody, u, e = innerDecode(data)
+		if e != nil {
+			return nil, u, e
+		}
+	}
+	out, hu, e := translate.AnthropicFromHubResponse(hubBody, tc, info)
+	if innerDecode == nil {
+		u = hu
+	}
+	return out, u, e
+}
+
+// chatRoute is the chat route, whose backends a translated Messages
+// request goes through.
+var chatRoute = routeTable[0]
+
+// hubRequest is the call's Messages request translated to the hub,
+// translated once per call (every candidate and retry shares it). A
+// dropped thinking config is warned about once per gateway.
+func hubRequest(c *call) (*jsonRequest, *apiError) {
+	if c.hub != nil {
+		return c.hub, nil
+	}
+	body, info, e := translate.HubFromAnthropicRequest(c.req.raw)
+	if e != nil {
+		return nil, e
+	}
+	hub, e := parseJSONRequest(body)
+	if e != nil {
+		return nil, e
+	}
+	if info.ThinkingDropped {
+		c.g.warnings.warnOnce("messages-thinking", "/v1/messages: the thinking config of requests to non-Anthropic providers is dropped "+
+			"(their reasoning, when streamed, is returned as thinking blocks only when the client enabled thinking)")
+	}
+	c.hub, c.hubInfo = hub, info
+	return hub, nil
+}
+
+// anthropicCountTokens passes count_tokens to an anthropic-type
+// provider's own endpoint, the model rewritten.
+func anthropicCountTokens(c *call, cand candidate) (*outbound, *apiError) {
+	o := jsonOutbound(cand, cand.provider.baseURL+"/v1/messages/count_tokens", c.req.withModel(cand.model))
+	o.headers = anthropicClientHeaders(c.r)
+	return o, nil
+}
+
+// localCountTokens answers count_tokens for a provider type without the
+// endpoint with the gateway's estimate (translate.AnthropicCountTokens),
+// without an upstream call.
+func localCountTokens(c *call, cand candidate) (*outbound, *apiError) {
+	n, e := translate.AnthropicCountTokens(c.req.raw)
+	if e != nil {
+		return nil, e
+	}
+	o := &outbound{provider: cand.provider, model: cand.model}
+	o.local = []byte(`{"input_tokens":` + strconv.FormatInt(n, 10) + `}`)
+	return o, nil
+}
+
+// localExchange is the exchange of an outbound answered by the gateway
+// itself (outbound.local): a 200 JSON answer, no upstream attempt.
+func localExchange(o *outbound) *exchange {
+	resp := &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}}, Body: http.NoBody}
+	_, wd := startWatchdog(context.Background(), time.Hour)
+	wd.stop()
+	return &exchange{resp: resp, body: http.NoBody, data: o.local, wd: wd}
+}
+
+// keepaliveEvery is how long a translated stream's upstream may be
+// silent before the gateway writes the format's keepalive event.
+const keepaliveEvery = 10 * time.Second
+
+// keepalive writes a format's keepalive event whenever nothing was
+// written to the stream for its period. Every write of the stream goes
+// through it (write), so the two never interleave.
+type keepalive struct {
+	mu      sync.Mutex
+	w       http.ResponseWriter
+	flusher http.Flusher
+	event   []byte
+	every   time.Duration
+	timer   *time.Timer
+	stopped bool
+}
+
+func startKeepalive(w http.ResponseWriter, f http.Flusher, event []byte, every time.Duration) *keepalive {
+	k := &keepalive{w: w, flusher: f, event: event, every: every}
+	k.mu.Lock()
+	k.timer = time.AfterFunc(every, func() { keepaliveFire(k) })
+	k.mu.Unlock()
+	return k
+}
+
+// keepaliveFire writes the keepalive event and arms the next one.
+func keepaliveFire(k *keepalive) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.stopped {
+		return
+	}
+	_, _ = k.w.Write(k.event)
+	if k.flusher != nil {
+		k.flusher.Flush()
+	}
+	k.timer.Reset(k.every)
+}
+
+// keepaliveWrite writes b (and flushes) with the keepalive held off, and
+// restarts its period.
+func keepaliveWrite(k *keepalive, b []byte) {
+	k.mu.Lock()
+	_, _ = k.w.Write(b)
+	if k.flusher != nil {
+		k.flusher.Flush()
+	}
+	if !k.stopped {
+		k.timer.Reset(k.every)
+	}
+	k.mu.Unlock()
+}
+
+// keepaliveStop ends the keepalive; nothing is written by it afterwards.
+func keepaliveStop(k *keepalive) {
+	k.mu.Lock()
+	k.stopped = true
+	k.timer.Stop()
+	k.mu.Unlock()
+}
