@@ -143,7 +143,7 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request, body []b
 		if !method(http.MethodPost) {
 			return
 		}
-		req, msg := parseAnthropicRequest(body, true)
+		req, msg := parseAnthropicRequest(body, true, hasBeta(r, SystemMessagesBeta))
 		if msg != "" {
 			fail(http.StatusBadRequest, msg)
 			return
@@ -291,9 +291,27 @@ var anthropicBlockTypes = map[string]bool{
 
 var anthropicToolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,128}$`)
 
+// SystemMessagesBeta is the anthropic-beta value under which a request's
+// messages may have role "system" (text only), as Claude Code sends them.
+// Without it such a message is refused with a 400, as the API does.
+const SystemMessagesBeta = "per-turn-control-2026-07-01"
+
+// hasBeta reports whether r's anthropic-beta headers list beta.
+func hasBeta(r *http.Request, beta string) bool {
+	for _, v := range r.Header.Values("Anthropic-Beta") {
+		for _, b := range strings.Split(v, ",") {
+			if strings.TrimSpace(b) == beta {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // parseAnthropicRequest validates a Messages (or count_tokens) body the
 // way the API does and returns what the mock needs, or an error message.
-func parseAnthropicRequest(body []byte, countTokens bool) (anthropicRequest, string) {
+// systemMessages allows messages with role "system" (SystemMessagesBeta).
+func parseAnthropicRequest(body []byte, countTokens, systemMessages bool) (anthropicRequest, string) {
 	var out anthropicRequest
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(body, &top); err != nil {
@@ -361,21 +379,11 @@ func parseAnthropicRequest(body []byte, countTokens bool) (anthropicRequest, str
 
 	// system: a string or text blocks.
 	if sys := bytes.TrimSpace(req.System); len(sys) > 0 && string(sys) != "null" {
-		var str string
-		var blocks []anthropicBlock
-		switch {
-		case json.Unmarshal(sys, &str) == nil:
-			out.promptWords += words(str)
-		case json.Unmarshal(sys, &blocks) == nil:
-			for i, b := range blocks {
-				if b.Type != "text" || b.Text == nil {
-					return out, fmt.Sprintf("system.%d: Input tag '%s' found using 'type' does not match the expected tag 'text'", i, b.Type)
-				}
-				out.promptWords += words(*b.Text)
-			}
-		default:
-			return out, "system: Input should be a valid string or a list of text blocks"
+		n, msg := systemWords(sys, "system")
+		if msg != "" {
+			return out, msg
 		}
+		out.promptWords += n
 	}
 
 	for i, t := range req.Tools {
@@ -415,6 +423,14 @@ func parseAnthropicRequest(body []byte, countTokens bool) (anthropicRequest, str
 
 	var prevToolUses []string
 	for i, m := range req.Messages {
+		if m.Role == "system" && systemMessages {
+			n, msg := systemWords(m.Content, fmt.Sprintf("messages.%d", i))
+			if msg != "" {
+				return out, msg
+			}
+			out.promptWords += n
+			continue
+		}
 		if m.Role != "user" && m.Role != "assistant" {
 			return out, fmt.Sprintf("messages.%d.role: Input should be 'user' or 'assistant'", i)
 		}
@@ -509,6 +525,28 @@ func parseAnthropicRequest(body []byte, countTokens bool) (anthropicRequest, str
 	return out, ""
 }
 
+// systemWords validates a system prompt (the system field, or a message
+// with role "system" whose content is at where): a string or text blocks.
+// It returns the word count or an error message.
+func systemWords(raw json.RawMessage, where string) (int, string) {
+	var str string
+	var blocks []anthropicBlock
+	switch {
+	case json.Unmarshal(raw, &str) == nil:
+		return words(str), ""
+	case json.Unmarshal(raw, &blocks) == nil:
+		n := 0
+		for i, b := range blocks {
+			if b.Type != "text" || b.Text == nil {
+				return 0, fmt.Sprintf("%s.%d: Input tag '%s' found using 'type' does not match the expected tag 'text'", where, i, b.Type)
+			}
+			n += words(*b.Text)
+		}
+		return n, ""
+	}
+	return 0, where + ": Input should be a valid string or a list of text blocks"
+}
+
 // toolResultWords counts the words of a tool_result content: a string or
 // text blocks.
 func toolResultWords(raw json.RawMessage) int {
@@ -572,7 +610,7 @@ func toolUseBlock(id, name, input string) json.RawMessage {
 }
 
 func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request, body []byte, seq string, fail func(int, string)) {
-	req, msg := parseAnthropicRequest(body, false)
+	req, msg := parseAnthropicRequest(body, false, hasBeta(r, SystemMessagesBeta))
 	if msg != "" {
 		fail(http.StatusBadRequest, msg)
 		return
@@ -589,7 +627,21 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request, body []by
 	id := "msg_mock_" + seq
 	toolID := "toolu_mock_" + seq
 	tool, isTool := toolCallFor(req.tools, req.toolChoice, req.choiceName, req.lastUser, p.toolCall)
+	preamble, args, pieces := ToolPreamble, toolArgumentsObject, toolArgumentPieces
 	reply := buildReply(p.chunks, req.maxTokens, req.stops)
+	switch step, text := s.opts.ToolTurn.decide(anthropicTurnMessages(body), req.tools); step {
+	case turnCall:
+		if s.turnInput == "" {
+			fail(http.StatusInternalServerError, "mock: Options.ToolTurn.Input is not a JSON object")
+			return
+		}
+		tool, isTool = s.opts.ToolTurn.Name, true
+		preamble, args = ToolTurnPreamble, s.turnInput
+		pieces = append([]string{""}, splitPieces(args, 3)...)
+	case turnAnswer:
+		isTool = false
+		reply = textReply{chunks: textChunks(text), reason: "end"}
+	}
 	stopReason, output := "end_turn", len(reply.chunks)
 	var stopSeq *string
 	switch {
@@ -612,7 +664,7 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request, body []by
 		m := anthropicMessage{ID: id, Type: "message", Role: "assistant", Model: req.model,
 			StopReason: &stopReason, StopSequence: stopSeq, Usage: usage}
 		if isTool {
-			m.Content = []json.RawMessage{textBlock(ToolPreamble), toolUseBlock(toolID, tool, toolArgumentsObject)}
+			m.Content = []json.RawMessage{textBlock(preamble), toolUseBlock(toolID, tool, args)}
 		} else {
 			m.Content = []json.RawMessage{textBlock(reply.text())}
 		}
@@ -644,9 +696,9 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request, body []by
 		event("ping", `{"type": "ping"}`),
 	}
 	if isTool {
-		events = append(events, textDelta(0, ToolPreamble), blockStop(0),
+		events = append(events, textDelta(0, preamble), blockStop(0),
 			event("content_block_start", `{"type":"content_block_start","index":1,"content_block":`+string(toolUseBlock(toolID, tool, "{}"))+`}`))
-		for _, piece := range toolArgumentPieces {
+		for _, piece := range pieces {
 			events = append(events, event("content_block_delta",
 				`{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":`+string(jsonString(piece))+`}}`))
 		}

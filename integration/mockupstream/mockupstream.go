@@ -3,10 +3,13 @@
 //
 //   - OpenAI: GET /v1/models, GET /v1/models/{id}, POST /v1/chat/completions
 //     (plain and streaming) and POST /v1/embeddings.
-//   - Anthropic (anthropic.go): POST /v1/messages (plain and streaming),
-//     POST /v1/messages/count_tokens, and GET /v1/models[/{id}] in the
-//     Anthropic shape when the request carries an anthropic-version header.
-//     Requires x-api-key and anthropic-version.
+//   - Anthropic (anthropic.go): POST /v1/messages (plain and streaming;
+//     any query string, such as Claude Code's ?beta=true, is accepted and
+//     recorded), POST /v1/messages/count_tokens, and GET /v1/models[/{id}]
+//     in the Anthropic shape when the request carries an
+//     anthropic-version header. Requires x-api-key and anthropic-version.
+//     Messages with role "system" are accepted under the anthropic-beta
+//     SystemMessagesBeta, as Claude Code sends them.
 //   - Gemini v1beta (gemini.go): GET /v1beta/models[/{m}], POST
 //     /v1beta/models/{m}:generateContent, :streamGenerateContent (?alt=sse
 //     or a JSON array), :countTokens, :embedContent, :batchEmbedContents
@@ -23,7 +26,7 @@
 //	X-Mock-Stall-After: 2      stream 2 events, then stall until the client goes away
 //	X-Mock-Error-After: 2      stream 2 events, then send the dialect's error event and end
 //	X-Mock-Truncate-After: 2   stream 2 events, then end the response without error or terminator
-//	X-Mock-Tool-Call: 1        (Anthropic, Gemini) answer with a tool call
+//	X-Mock-Tool-Call: 1        (Anthropic, Gemini) answer with a tool call of the request's first tool
 //	X-Mock-SSE-CRLF: 1         end SSE lines with \r\n instead of \n
 //
 // A gateway in front of the mock usually does not forward such headers, so
@@ -32,6 +35,11 @@
 // header "X-Mock-<Name>: <value>" (a provider baseUrl of
 // http://host/x-mock-error-after/3 makes every request to it fail after 3
 // events). Recorded requests show the stripped path and the applied headers.
+//
+// Options.ToolTurn (toolturn.go) scripts a tool call and the answer to
+// its result on the Anthropic and OpenAI chat routes, decided from each
+// request alone, so that an agent (Claude Code) can run a whole tool turn
+// against the mock, directly or through a translating gateway.
 //
 // Replies are deterministic: ChunkText and ReplyText give the exact assistant
 // text, and the reply carries Chunks completion tokens.
@@ -120,6 +128,10 @@ type Options struct {
 	// GeminiAPIKey, when set, is the only key the Gemini routes accept
 	// (400 API_KEY_INVALID otherwise). Default: any non-empty key.
 	GeminiAPIKey string
+	// ToolTurn, when set, scripts a tool call and the answer to its
+	// result on the Anthropic Messages and OpenAI chat routes (see
+	// ToolTurn). Default: none.
+	ToolTurn *ToolTurn
 }
 
 // Recorded is one request as the mock received it.
@@ -141,6 +153,9 @@ type Server struct {
 	opts    Options
 	created string
 	seq     atomic.Int64
+	// turnInput is Options.ToolTurn.Input compacted; "" when it is not a
+	// JSON object.
+	turnInput string
 
 	mu       sync.Mutex
 	recorded []Recorded
@@ -170,7 +185,13 @@ func New(opts Options) *Server {
 	if len(opts.GeminiModels) == 0 {
 		opts.GeminiModels = append([]string(nil), DefaultGeminiModels...)
 	}
-	return &Server{opts: opts, created: strconv.FormatInt(opts.Created, 10)}
+	s := &Server{opts: opts, created: strconv.FormatInt(opts.Created, 10)}
+	if opts.ToolTurn != nil {
+		turn := *opts.ToolTurn
+		s.opts.ToolTurn = &turn
+		s.turnInput = compactToolInput(turn.Input)
+	}
+	return s
 }
 
 // Requests returns a copy of the recorded requests, oldest first.
@@ -492,9 +513,35 @@ type chatRequest struct {
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
-	Messages []struct {
-		Content json.RawMessage `json:"content"`
-	} `json:"messages"`
+	Messages []chatMessage `json:"messages"`
+	Tools    []struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	} `json:"tools"`
+}
+
+// chatMessage is the part of a chat message the mock looks at.
+type chatMessage struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCallID string          `json:"tool_call_id"`
+	ToolCalls  []struct {
+		ID       string `json:"id"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	} `json:"tool_calls"`
+}
+
+// chatReply is what a chat answer carries: content chunks and, for a
+// tool call, its id, name and argument fragments.
+type chatReply struct {
+	content  []string
+	toolID   string
+	toolName string
+	args     []string // argument fragments; they concatenate to the JSON object
 }
 
 // countWords counts whitespace-separated words in a message content: a
@@ -592,27 +639,75 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, body []byte, 
 		prompt += countWords(m.Content)
 	}
 	model, _ := json.Marshal(req.Model)
-
-	if !req.Stream {
-		reply, _ := json.Marshal(ReplyText(p.chunks))
-		b := make([]byte, 0, 512+len(reply))
-		b = append(b, `{"id":"`...)
-		b = append(b, id...)
-		b = append(b, `","object":"chat.completion","created":`...)
-		b = append(b, s.created...)
-		b = append(b, `,"model":`...)
-		b = append(b, model...)
-		b = append(b, `,"system_fingerprint":"fp_mock","choices":[{"index":0,"message":{"role":"assistant","content":`...)
-		b = append(b, reply...)
-		b = append(b, `,"refusal":null,"annotations":[]},"logprobs":null,"finish_reason":"stop"}],"usage":`...)
-		b = appendUsage(b, prompt, p.chunks)
-		b = append(b, '}')
-		writeJSON(w, http.StatusOK, b)
-		return
+	reply := chatReply{content: replyChunks(p.chunks)}
+	switch step, text := s.opts.ToolTurn.decide(chatTurnMessages(req), chatToolNames(req)); step {
+	case turnCall:
+		if s.turnInput == "" {
+			writeError(w, http.StatusInternalServerError, "mock: Options.ToolTurn.Input is not a JSON object", "")
+			return
+		}
+		reply = chatReply{content: []string{ToolTurnPreamble}, toolID: "call_mock_" + strings.TrimPrefix(id, "chatcmpl-mock-"),
+			toolName: s.opts.ToolTurn.Name, args: splitPieces(s.turnInput, 3)}
+	case turnAnswer:
+		reply = chatReply{content: textChunks(text)}
 	}
 
+	if !req.Stream {
+		s.writeChat(w, id, model, reply, prompt)
+		return
+	}
 	includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
-	s.stream(w, r, p, id, model, includeUsage, prompt)
+	s.stream(w, r, p, id, model, reply, includeUsage, prompt)
+}
+
+// replyChunks is the content of the usual reply: ChunkText(0..n-1).
+func replyChunks(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = ChunkText(i)
+	}
+	return out
+}
+
+// completionTokens is the usage a reply reports: a token a chunk, or
+// ToolOutputTokens for a tool call.
+func (c chatReply) completionTokens() int {
+	if c.toolName != "" {
+		return ToolOutputTokens
+	}
+	return len(c.content)
+}
+
+// toolCallJSON is the tool_calls entry of a reply, with arguments args.
+func (c chatReply) toolCallJSON(args string) string {
+	return `{"id":` + string(jsonString(c.toolID)) + `,"type":"function","function":{"name":` + string(jsonString(c.toolName)) +
+		`,"arguments":` + string(jsonString(args)) + `}}`
+}
+
+func (s *Server) writeChat(w http.ResponseWriter, id string, model []byte, reply chatReply, prompt int) {
+	content, _ := json.Marshal(strings.Join(reply.content, ""))
+	finish := "stop"
+	b := make([]byte, 0, 512+len(content))
+	b = append(b, `{"id":"`...)
+	b = append(b, id...)
+	b = append(b, `","object":"chat.completion","created":`...)
+	b = append(b, s.created...)
+	b = append(b, `,"model":`...)
+	b = append(b, model...)
+	b = append(b, `,"system_fingerprint":"fp_mock","choices":[{"index":0,"message":{"role":"assistant","content":`...)
+	b = append(b, content...)
+	if reply.toolName != "" {
+		b = append(b, `,"tool_calls":[`...)
+		b = append(b, reply.toolCallJSON(strings.Join(reply.args, ""))...)
+		b = append(b, ']')
+		finish = "tool_calls"
+	}
+	b = append(b, `,"refusal":null,"annotations":[]},"logprobs":null,"finish_reason":"`...)
+	b = append(b, finish...)
+	b = append(b, `"}],"usage":`...)
+	b = appendUsage(b, prompt, reply.completionTokens())
+	b = append(b, '}')
+	writeJSON(w, http.StatusOK, b)
 }
 
 func appendUsage(b []byte, prompt, completion int) []byte {
@@ -626,9 +721,10 @@ func appendUsage(b []byte, prompt, completion int) []byte {
 	return b
 }
 
-// stream writes the SSE sequence: role chunk, content chunks, finish chunk,
-// optional usage chunk, [DONE].
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, p streamParams, id string, model []byte, includeUsage bool, prompt int) {
+// stream writes the SSE sequence: role chunk, content chunks, for a tool
+// call its head and argument chunks, finish chunk, optional usage chunk,
+// [DONE].
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, p streamParams, id string, model []byte, reply chatReply, includeUsage bool, prompt int) {
 	rc := startSSE(w)
 
 	prefix := make([]byte, 0, 128)
@@ -644,7 +740,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, p streamParams, 
 		usageNull = `,"usage":null`
 	}
 
-	events := make([][]byte, 0, p.chunks+4)
+	events := make([][]byte, 0, len(reply.content)+len(reply.args)+5)
 	choice := func(delta, finish string) []byte {
 		e := append([]byte(nil), prefix...)
 		e = append(e, `[{"index":0,"delta":`...)
@@ -657,15 +753,22 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, p streamParams, 
 		return e
 	}
 	events = append(events, choice(`{"role":"assistant","content":""}`, "null"))
-	for i := 0; i < p.chunks; i++ {
-		text, _ := json.Marshal(ChunkText(i))
-		events = append(events, choice(`{"content":`+string(text)+`}`, "null"))
+	for _, c := range reply.content {
+		events = append(events, choice(`{"content":`+string(jsonString(c))+`}`, "null"))
 	}
-	events = append(events, choice(`{}`, `"stop"`))
+	finish := `"stop"`
+	if reply.toolName != "" {
+		events = append(events, choice(`{"tool_calls":[{"index":0,`+strings.TrimPrefix(reply.toolCallJSON(""), "{")+`]}`, "null"))
+		for _, a := range reply.args {
+			events = append(events, choice(`{"tool_calls":[{"index":0,"function":{"arguments":`+string(jsonString(a))+`}}]}`, "null"))
+		}
+		finish = `"tool_calls"`
+	}
+	events = append(events, choice(`{}`, finish))
 	if includeUsage {
 		e := append([]byte(nil), prefix...)
 		e = append(e, `[],"usage":`...)
-		e = appendUsage(e, prompt, p.chunks)
+		e = appendUsage(e, prompt, reply.completionTokens())
 		e = append(e, "}\n\n"...)
 		events = append(events, e)
 	}
