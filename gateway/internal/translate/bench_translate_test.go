@@ -49,7 +49,34 @@ func BenchmarkTranslateRequest(b *testing.B) {
 			}
 		}
 	})
+	// An Anthropic client's request to the hub: the same conversation,
+	// and a Claude Code-shaped one (~45 KB, 12 tools).
+	b.Run("anthropic_client", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if _, _, e := HubFromAnthropicRequest(benchAnthropicClientRequest); e != nil {
+				b.Fatal(e)
+			}
+		}
+	})
+	b.Run("anthropic_client_claude_code", func(b *testing.B) {
+		body, _, _ := claudeCodeRequest()
+		raw := []byte(body)
+		b.ReportAllocs()
+		b.SetBytes(int64(len(raw)))
+		for i := 0; i < b.N; i++ {
+			if _, _, e := HubFromAnthropicRequest(raw); e != nil {
+				b.Fatal(e)
+			}
+		}
+	})
 }
+
+var benchAnthropicClientRequest = []byte(`{"model":"m","max_tokens":512,"system":"Be terse.","temperature":0.2,"messages":[` +
+	`{"role":"user","content":"What is the weather in Paris and in Rome? Answer briefly, please."},` +
+	`{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Paris"}}]},` +
+	`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"{\"temp\":21}"},{"type":"text","text":"And Rome?"}]}],` +
+	`"tools":[{"name":"get_weather","description":"Current weather","input_schema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}]}`)
 
 func BenchmarkTranslateResponse(b *testing.B) {
 	b.Run("anthropic", func(b *testing.B) {
@@ -91,6 +118,20 @@ var benchGeminiStream = func() []byte {
 		b.WriteString("data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"token" + strconv.Itoa(i) + " \"}]},\"index\":0}]}\n\n")
 	}
 	b.WriteString("data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"\"}]},\"finishReason\":\"STOP\",\"index\":0}],\"usageMetadata\":{\"promptTokenCount\":12,\"candidatesTokenCount\":500,\"totalTokenCount\":512}}\n\n")
+	return b.Bytes()
+}()
+
+// benchOpenAIStream is a 500-delta OpenAI stream with a usage chunk.
+var benchOpenAIStream = func() []byte {
+	var b bytes.Buffer
+	const head = "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1700000000,\"model\":\"gpt-x\",\"choices\":["
+	b.WriteString(head + "{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}],\"usage\":null}\n\n")
+	for i := 0; i < 500; i++ {
+		b.WriteString(head + "{\"index\":0,\"delta\":{\"content\":\"token" + strconv.Itoa(i) + " \"},\"finish_reason\":null}],\"usage\":null}\n\n")
+	}
+	b.WriteString(head + "{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":null}\n\n")
+	b.WriteString(head + "],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":500,\"total_tokens\":512}}\n\n")
+	b.WriteString("data: [DONE]\n\n")
 	return b.Bytes()
 }()
 
@@ -140,6 +181,26 @@ func BenchmarkTranslateStream500(b *testing.B) {
 		b.SetBytes(int64(len(benchGeminiStream)))
 		for i := 0; i < b.N; i++ {
 			if translateStream(b, benchGeminiStream, NewGeminiStream(benchTC())) == 0 {
+				b.Fatal("no output")
+			}
+		}
+	})
+	// An Anthropic client: an OpenAI upstream's chunks, and a Gemini
+	// upstream through its translator, into Anthropic events.
+	b.Run("anthropic_client_openai", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(benchOpenAIStream)))
+		for i := 0; i < b.N; i++ {
+			if translateStream(b, benchOpenAIStream, NewAnthropicOutStream(nil, benchTC(), AnthropicInbound{}, 12)) == 0 {
+				b.Fatal("no output")
+			}
+		}
+	})
+	b.Run("anthropic_client_gemini", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(benchGeminiStream)))
+		for i := 0; i < b.N; i++ {
+			if translateStream(b, benchGeminiStream, NewAnthropicOutStream(NewGeminiStream(benchTC()), benchTC(), AnthropicInbound{}, 12)) == 0 {
 				b.Fatal("no output")
 			}
 		}

@@ -1,19 +1,27 @@
 // Package translate holds the translators between the gateway's hub
-// shape and the providers that do not speak it, and the contract the
-// pipeline drives them through.
+// shape and the providers and clients that do not speak it, and the
+// contract the pipeline drives them through.
 //
 // The hub shape is OpenAI chat (and OpenAI embeddings and images); a
-// translator is a set of pure functions over bytes:
+// backend translator (hub_<backend>*.go) is a set of pure functions over
+// bytes:
 //
 //	request:  hub JSON (the client's OpenAI request) → the backend's JSON
 //	response: the backend's JSON → hub JSON (+ Usage)
 //	stream:   the backend's SSE events → hub payloads (chunk JSON), one
 //	          upstream event at a time, never buffering the whole stream
 //
+// A client translator (<client>_hub*.go) is the same on the other side,
+// for a client that does not speak the hub shape: its request → hub
+// JSON, and the hub answer → its shape, whole or as its stream events.
+// The stream side consumes the hub payloads of a backend translator (or
+// an OpenAI upstream's own events), so any client composes with any
+// backend.
+//
 // The pipeline (package gateway) owns HTTP, retry, the watchdog, size
 // caps, framing and error writing; translators own only the shapes.
-// Errors are *apierr.Error: a 400 for a client request a backend cannot
-// express, a 502 for a provider answer that cannot be read.
+// Errors are *apierr.Error: a 400 for a client request a backend (or the
+// hub) cannot express, a 502 for a provider answer that cannot be read.
 //
 // Files:
 //
@@ -27,10 +35,15 @@
 //	hub_gemini*.go       hub ⇄ Gemini: GeminiChatRequest,
 //	                     GeminiChatResponse, NewGeminiStream, and
 //	                     embeddings and images (hub_gemini_media.go)
+//	anthropic_hub*.go    Anthropic Messages client ⇄ hub:
+//	                     HubFromAnthropicRequest, AnthropicFromHubResponse,
+//	                     NewAnthropicOutStream, AnthropicCountTokens
 //
 // The golden transcripts under testdata/ are recorded provider streams
-// and what an OpenAI client receives for them (go test -update rewrites
-// the goldens). Like the rest of the core the package is standard
-// library only and interpreted by Yaegi inside Traefik: wire structs are
-// plain exported fields, no named results, no generics.
+// and what a client receives for them: an OpenAI client under
+// testdata/anthropic and testdata/gemini, an Anthropic client under
+// testdata/anthropic_out (go test -update rewrites the goldens). Like
+// the rest of the core the package is standard library only and
+// interpreted by Yaegi inside Traefik: wire structs are plain exported
+// fields, no named results, no generics.
 package translate
