@@ -16,6 +16,13 @@ var anthropicInCases = []struct {
 	want   string
 	wantIn AnthropicInbound
 }{
+	// Claude Code's per-turn-control beta: a system turn inside the
+	// conversation stays where it is, as a hub system message.
+	{name: "system_turn_in_messages",
+		in: `{"model":"m","system":"top","messages":[{"role":"user","content":"hi"},` +
+			`{"role":"system","content":[{"type":"text","text":"env: linux","cache_control":{"type":"ephemeral"}},{"type":"text","text":"cwd: /tmp"}]},{"role":"assistant","content":"ok"}]}`,
+		want: `{"model":"m","messages":[{"role":"system","content":"top"},{"role":"user","content":"hi"},` +
+			`{"role":"system","content":"env: linux\n\ncwd: /tmp"},{"role":"assistant","content":"ok"}]}`},
 	{name: "minimal",
 		in:     `{"model":"claude-sonnet-4-5","max_tokens":1024,"messages":[{"role":"user","content":"Hello"}]}`,
 		want:   `{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"Hello"}],"max_tokens":1024}`,
@@ -209,9 +216,10 @@ var anthropicInErrorCases = []struct {
 	{"messages_object", `{"model":"m","messages":{"role":"user"}}`, "invalid_request", `"messages" must be an array`},
 	{"messages_empty", `{"model":"m","messages":[]}`, "invalid_request", `"messages" must not be empty`},
 	{"message_not_object", `{"model":"m","messages":[{"role":"user","content":"x"},"hi"]}`, "invalid_request", `"messages[1]" must be an object`},
-	{"role_system", `{"model":"m","messages":[{"role":"system","content":"x"}]}`, "invalid_request", `"messages[0].role" must be "user" or "assistant"`},
-	{"role_number", `{"model":"m","messages":[{"role":1,"content":"x"}]}`, "invalid_request", `"messages[0].role" must be "user" or "assistant"`},
-	{"role_missing", `{"model":"m","messages":[{"content":"x"}]}`, "invalid_request", `"messages[0].role" must be "user" or "assistant"`},
+	{"role_tool", `{"model":"m","messages":[{"role":"tool","content":"x"}]}`, "invalid_request", `"messages[0].role" must be "user", "assistant" or "system"`},
+	{"role_number", `{"model":"m","messages":[{"role":1,"content":"x"}]}`, "invalid_request", `"messages[0].role" must be "user", "assistant" or "system"`},
+	{"role_missing", `{"model":"m","messages":[{"content":"x"}]}`, "invalid_request", `"messages[0].role" must be "user", "assistant" or "system"`},
+	{"system_turn_number", `{"model":"m","messages":[{"role":"user","content":"x"},{"role":"system","content":7}]}`, "invalid_request", `"messages[1].content" must be a string or an array of text blocks`},
 	{"content_missing", `{"model":"m","messages":[{"role":"user"}]}`, "invalid_request", `"messages[0].content" is required`},
 	{"content_number", `{"model":"m","messages":[{"role":"user","content":3}]}`, "invalid_request", `"messages[0].content" must be a string or an array of content blocks`},
 	{"block_not_object", `{"model":"m","messages":[{"role":"user","content":["x"]}]}`, "invalid_request", `"messages[0].content[0]" must be an object`},
