@@ -38,26 +38,35 @@ import (
 // anthropicInSystem adds the system prompt as the leading system
 // message.
 func anthropicInSystem(raw json.RawMessage, hub *hubRequest) *apierr.Error {
+	return anthropicInSystemAt(raw, "system", hub)
+}
+
+// anthropicInSystemAt adds a system text (a string or text blocks, the
+// field at path) as a hub system message where the conversation is: the
+// top-level prompt, or a system turn inside "messages" (Claude Code
+// sends its environment block so, under the per-turn-control beta), which
+// OpenAI-compatible servers accept anywhere.
+func anthropicInSystemAt(raw json.RawMessage, path string, hub *hubRequest) *apierr.Error {
 	if isJSONNull(raw) {
 		return nil
 	}
 	text := ""
 	switch raw[0] {
 	case '"':
-		s, e := readString(raw, "system")
+		s, e := readString(raw, path)
 		if e != nil {
 			return e
 		}
 		text = s
 	case '[':
-		blocks, e := anthropicInBlocks(raw, "system")
+		blocks, e := anthropicInBlocks(raw, path)
 		if e != nil {
 			return e
 		}
 		texts := make([]string, 0, len(blocks))
 		for i := 0; i < len(blocks); i++ {
 			if blocks[i].Type != "text" {
-				return errInvalidField("system["+strconv.Itoa(i)+"].type", `"text"`)
+				return errInvalidField(path+"["+strconv.Itoa(i)+"].type", `"text"`)
 			}
 			if blocks[i].Text != "" {
 				texts = append(texts, blocks[i].Text)
@@ -65,7 +74,7 @@ func anthropicInSystem(raw json.RawMessage, hub *hubRequest) *apierr.Error {
 		}
 		text = strings.Join(texts, "\n\n")
 	default:
-		return errInvalidField("system", "a string or an array of text blocks")
+		return errInvalidField(path, "a string or an array of text blocks")
 	}
 	if text != "" {
 		hub.Messages = append(hub.Messages, hubRequestMessage{Role: "system", Content: quoteJSON(text)})
@@ -97,8 +106,10 @@ func anthropicInMessages(raw json.RawMessage, hub *hubRequest) *apierr.Error {
 			e = anthropicInUserTurn(msgs[i].Content, path, hub)
 		case "assistant":
 			e = anthropicInAssistantTurn(msgs[i].Content, path, hub)
+		case "system":
+			e = anthropicInSystemAt(msgs[i].Content, path+".content", hub)
 		default:
-			e = errInvalidField(path+".role", `"user" or "assistant"`)
+			e = errInvalidField(path+".role", `"user", "assistant" or "system"`)
 		}
 		if e != nil {
 			return e
