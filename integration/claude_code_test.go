@@ -352,7 +352,6 @@ func assertChatToolRoundTrip(t *testing.T, r mockupstream.Recorded, dir string) 
 // openai-type provider (translated). A recorder between the two shows
 // what Claude Code sent and got.
 func TestClaudeCodeThroughGateway(t *testing.T) {
-	requireMessagesRoute(t)
 	bin := claudeproc.Require(t)
 	gwBin := buildGatewayBinary(t)
 	toolDir := claudeWorkDir(t)

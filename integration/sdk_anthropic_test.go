@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
@@ -15,19 +14,6 @@ import (
 
 	"github.com/llmgateway/llmgateway/integration/mockupstream"
 )
-
-// messagesRouteEnv gates the tests that send the Anthropic Messages API
-// (POST /v1/messages, count_tokens) through the gateway binary: set it
-// to 1 to run them. Without the route the gateway answers 404 and they
-// fail.
-const messagesRouteEnv = "LLMGW_MESSAGES_ROUTE"
-
-func requireMessagesRoute(t *testing.T) {
-	t.Helper()
-	if os.Getenv(messagesRouteEnv) != "1" {
-		t.Skipf("the gateway's /v1/messages route is gated: set %s=1 to run this test", messagesRouteEnv)
-	}
-}
 
 const (
 	msgUserKey   = "sk-dave-messages-client-key"
@@ -239,7 +225,6 @@ func TestSDKAnthropicAgainstMock(t *testing.T) {
 // Anthropic Go SDK through the gateway binary, against anthropic-,
 // openai- and gemini-type providers on one mock.
 func TestSDKAnthropicThroughBinary(t *testing.T) {
-	requireMessagesRoute(t)
 	bin := buildGatewayBinary(t)
 	mock := newMessagesMock()
 	up := httptest.NewServer(mock)
