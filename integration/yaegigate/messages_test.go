@@ -3,14 +3,19 @@ package yaegigate_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/llmgateway/llmgateway/integration/mockupstream"
 )
 
 // The Anthropic Messages route through the plugin: a streamed
@@ -27,8 +32,38 @@ type messagesEvent struct {
 }
 
 func runMessagesScenarios(t *testing.T, front string, up *translateUpstream) {
+	client := anthropic.NewClient(option.WithoutEnvironmentDefaults(), option.WithBaseURL(front+"/"),
+		option.WithAPIKey(userKey), option.WithMaxRetries(0), option.WithRequestTimeout(requestTimeout))
 	for _, model := range []string{"anth/claude-test", "gem/gemini-test", upstreamModel} {
 		model := model
+		params := anthropic.MessageNewParams{
+			Model:     anthropic.Model(model),
+			MaxTokens: 64,
+			Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hello sdk"))},
+		}
+		t.Run("messages sdk "+model, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+			defer cancel()
+			msg, err := client.Messages.New(ctx, params)
+			require.NoError(t, err)
+			require.Len(t, msg.Content, 1)
+			assert.Equal(t, chatReply(), msg.Content[0].Text)
+			assert.Equal(t, anthropic.StopReasonEndTurn, msg.StopReason)
+			assert.Equal(t, model, string(msg.Model))
+			assert.Positive(t, msg.Usage.OutputTokens)
+
+			stream := client.Messages.NewStreaming(ctx, params)
+			defer stream.Close()
+			var acc anthropic.Message
+			for stream.Next() {
+				require.NoError(t, acc.Accumulate(stream.Current()))
+			}
+			require.NoError(t, stream.Err())
+			require.Len(t, acc.Content, 1)
+			assert.Equal(t, mockupstream.ReplyText(translateChunks), acc.Content[0].Text)
+			assert.Equal(t, anthropic.StopReasonEndTurn, acc.StopReason)
+			assert.Positive(t, acc.Usage.InputTokens)
+		})
 		t.Run("messages stream "+model, func(t *testing.T) {
 			gate := up.armGate(streamGateFallback)
 			defer gate.clientReceivedFirst()
