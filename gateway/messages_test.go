@@ -1,11 +1,13 @@
 package gateway
 
 import (
+	"bufio"
 	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The Anthropic Messages routes against an anthropic-type provider
@@ -252,5 +254,64 @@ func TestModelsAnthropicShape(t *testing.T) {
 	resp, plain := send(t, srv.URL, testRequest{method: "GET", path: "/v1/models", headers: bearer(testAliceKey)})
 	if resp.StatusCode != 200 || !strings.Contains(plain, `"object":"list"`) {
 		t.Fatalf("openai listing: %d %s", resp.StatusCode, plain)
+	}
+}
+
+// A translated stream whose upstream goes silent gets a ping every
+// keepalive period (Claude Code gives up on a silent stream), and the
+// pings never split an event.
+func TestMessagesKeepalive(t *testing.T) {
+	release := make(chan struct{})
+	oai := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		f := w.(http.Flusher)
+		_, _ = w.Write([]byte(`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-x","choices":[{"index":0,"delta":{"role":"assistant","content":"he"},"finish_reason":null}]}` + "\n\n"))
+		f.Flush()
+		<-release
+		_, _ = w.Write([]byte(`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-x","choices":[{"index":0,"delta":{"content":"llo"},"finish_reason":"stop"}]}` + "\n\n" +
+			`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-x","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}` + "\n\ndata: [DONE]\n\n"))
+	})
+	g, srv, _ := serveTestGateway(t, messagesConfig("http://127.0.0.1:1", oai.URL, ""), nil, func(g *Gateway) {
+		g.keepaliveEvery = 30 * time.Millisecond
+	})
+	_ = g
+	req, _ := http.NewRequest("POST", srv.URL+"/v1/messages", strings.NewReader(`{"model":"gpt-x","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+	req.Header.Set("x-api-key", testAliceKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	rd := bufio.NewReader(resp.Body)
+	var events []string
+	pings := 0
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		name, err := rd.ReadString('\n')
+		if err != nil {
+			break
+		}
+		data, _ := rd.ReadString('\n')
+		blank, _ := rd.ReadString('\n')
+		if !strings.HasPrefix(name, "event: ") || !strings.HasPrefix(data, "data: ") || blank != "\n" {
+			t.Fatalf("a malformed event: %q %q %q", name, data, blank)
+		}
+		ev := strings.TrimSpace(strings.TrimPrefix(name, "event: "))
+		events = append(events, ev)
+		if ev == "ping" && strings.TrimSpace(data) == `data: {"type":"ping"}` {
+			pings++
+			if pings == 3 {
+				close(release) // three keepalives during the silence: let the upstream finish
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stream did not end")
+		}
+	}
+	if pings < 3 {
+		t.Fatalf("%d keepalive pings, want at least 3: %v", pings, events)
+	}
+	if events[0] != "message_start" || events[len(events)-1] != "message_stop" {
+		t.Fatalf("events %v", events)
 	}
 }

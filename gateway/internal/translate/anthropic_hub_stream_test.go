@@ -178,7 +178,7 @@ var anthropicOutStreamCases = []struct {
 		blocks:     []anthropicOutTestBlock{{kind: "text", text: "A long answer that was cut"}},
 		stopReason: "max_tokens", usage: anthropicOutUsage{InputTokens: 7, OutputTokens: 6}},
 	{name: "gemini_error_midstream", input: "gemini_error_midstream", gemini: true, id: "msg_gErr",
-		blocks: []anthropicOutTestBlock{{kind: "text", text: "Partial"}}, errorType: "api_error"},
+		blocks: []anthropicOutTestBlock{{kind: "text", text: "Partial"}}, errorType: "rate_limit_error"},
 	{name: "gemini_truncated", input: "gemini_truncated", gemini: true, id: "msg_gCut",
 		blocks:    []anthropicOutTestBlock{{kind: "text", text: "Cut "}, {kind: "tool_use", id: "call_gCut_0", name: "lookup", input: `{"q":"x"}`}},
 		errorType: "api_error"},

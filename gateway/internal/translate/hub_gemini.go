@@ -134,3 +134,21 @@ func geminiUpstreamError(raw json.RawMessage, whole []byte) *apierr.Error {
 	e.Upstream = apierr.EmbedUpstream(whole)
 	return e
 }
+
+// geminiStreamError is geminiUpstreamError for an error event inside a
+// stream, whose status is already out: it keeps Gemini's code when that
+// says rate limited (429) or overloaded (503), so a client's mid-stream
+// error names what happened (an Anthropic client gets rate_limit_error
+// or overloaded_error) rather than a gateway failure.
+func geminiStreamError(raw json.RawMessage, whole []byte) *apierr.Error {
+	e := geminiUpstreamError(raw, whole)
+	var ge geminiWireError
+	_ = json.Unmarshal(raw, &ge)
+	switch ge.Code {
+	case http.StatusTooManyRequests:
+		e.Status, e.Kind, e.Class = http.StatusTooManyRequests, "rate_limit_error", apierr.ClassRateLimited
+	case http.StatusServiceUnavailable:
+		e.Status, e.Class = http.StatusServiceUnavailable, apierr.ClassServer
+	}
+	return e
+}

@@ -267,7 +267,7 @@ func TestGeminiStreamEdgeCases(t *testing.T) {
 		{"non-JSON event", "data: nope\n\n",
 			`data: {"error":{"message":"the gemini upstream returned a response the gateway could not parse","type":"server_error","param":null,"code":"upstream_bad_response"}}` + "\n\n"},
 		{"error as first event", `data: {"error":{"code":429,"message":"Resource exhausted","status":"RESOURCE_EXHAUSTED"}}` + "\n\n",
-			`data: {"error":{"message":"the gemini upstream reported an error: RESOURCE_EXHAUSTED: Resource exhausted","type":"server_error","param":null,"code":"upstream_error"}}` + "\n\n"},
+			`data: {"error":{"message":"the gemini upstream reported an error: RESOURCE_EXHAUSTED: Resource exhausted","type":"rate_limit_error","param":null,"code":"upstream_error"}}` + "\n\n"},
 		{"content after finish is ignored, gemini call id kept",
 			`data: {"candidates":[{"content":{"parts":[{"functionCall":{"id":"fc-1","name":"f"}}]},"finishReason":"STOP"}]}` + "\n\n" +
 				`data: {"candidates":[{"content":{"parts":[{"text":"late"}]}}]}` + "\n\n",

@@ -129,7 +129,9 @@ func fuzzHubStream(t *testing.T, input []byte, tr StreamTranslator, payloadsWith
 		checkHubFraming(t, chunk)
 		out = append(out, chunk...)
 		if e != nil {
-			if e.Status != 502 || e.Code == "" || bytes.Contains(chunk, doneEvent) || !payloadsWithError && len(chunk) != 0 {
+			// A stream error is the gateway's 502, or the provider's own 429
+			// or 503 (a Gemini error event keeps its code).
+			if e.Status != 502 && e.Status != 429 && e.Status != 503 || e.Code == "" || bytes.Contains(chunk, doneEvent) || !payloadsWithError && len(chunk) != 0 {
 				t.Fatalf("bad stream error %+v with %q", e, chunk)
 			}
 			return out

@@ -52,7 +52,7 @@ func (s *geminiStream) Event(ev sse.Event, out []Payload) ([]Payload, *apierr.Er
 		return out, geminiBadResponse(err)
 	}
 	if !isJSONNull(r.Error) {
-		return out, geminiUpstreamError(r.Error, data)
+		return out, geminiStreamError(r.Error, data)
 	}
 	if !s.started {
 		out = s.start(out, r.ResponseID)
