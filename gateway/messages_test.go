@@ -315,3 +315,45 @@ func TestMessagesKeepalive(t *testing.T) {
 		t.Fatalf("events %v", events)
 	}
 }
+
+// A Messages stream cut by the upstream after some text is accounted
+// from what was streamed: relayed (the input tokens message_start
+// reported, at least ceil(text bytes / 4) output tokens) and translated
+// (estimated from the request and the streamed text).
+func TestMessagesCutStreamAccounted(t *testing.T) {
+	text := `"text":"` + strings.Repeat("x", 40) + `"`
+	ant := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		cut := strings.Index(upstreamMessageStream, "event: content_block_stop")
+		_, _ = w.Write([]byte(strings.Replace(upstreamMessageStream[:cut], `"text":"model \"claude-up-1\" says hi"`, text, 1)))
+	})
+	oai := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte(`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-x","choices":[{"index":0,"delta":{"role":"assistant","content":"` +
+			strings.Repeat("y", 40) + `"},"finish_reason":null}]}` + "\n\n"))
+	})
+	base, feed := recordingGateway(t, messagesConfig(ant.URL, oai.URL, ""), nil)
+	for _, tc := range []struct {
+		model      string
+		prompt     int64
+		completion int64
+		reported   bool
+	}{
+		{"claude-opus-5-5", 21, 10, true}, // 21 from message_start; 40 bytes of text (message_start said 1)
+		{"gpt-x", 0, 10, false},           // 40 bytes of text
+	} {
+		body := `{"model":"` + tc.model + `","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
+		resp, got := send(t, base, testRequest{method: "POST", path: "/v1/messages", body: body, headers: map[string]string{"x-api-key": testAliceKey}})
+		if resp.StatusCode != 200 || !strings.Contains(got, "event: error") {
+			t.Fatalf("%s: a cut stream: %d %s", tc.model, resp.StatusCode, got)
+		}
+		rec := feed.next(t)
+		prompt := tc.prompt
+		if !tc.reported {
+			prompt = int64((len(body) + 3) / 4)
+		}
+		if rec.usage.PromptTokens != prompt || rec.usage.CompletionTokens < tc.completion || rec.errorCode == "" {
+			t.Fatalf("%s: accounted %+v (error %q), want %d prompt and at least %d completion tokens", tc.model, rec.usage, rec.errorCode, prompt, tc.completion)
+		}
+	}
+}

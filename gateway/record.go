@@ -92,6 +92,13 @@ func account(c *call, out *outcome) {
 	switch {
 	case !c.route.priced:
 		u = translate.Usage{}
+	case u.Reported && out.streamed && out.err != nil:
+		// Cut after the upstream reported some usage (an Anthropic stream
+		// reports its input in message_start, its output only at the end):
+		// what was streamed is accounted at least.
+		if est := (out.contentBytes + 3) / 4; est > u.CompletionTokens {
+			u.CompletionTokens = est
+		}
 	case u.Reported || out.status < 200 || out.status > 299:
 	case out.streamed:
 		u = estimateStream(c, out)

@@ -130,7 +130,7 @@ func relayEventStream(w http.ResponseWriter, body io.Reader, limit int64, endMar
 							q = endOfString(raw, k-1) - k
 						}
 					}
-					if q <= 0 && (bytes.Contains(raw, argumentsMark) || bytes.Contains(raw, reasoningMark)) {
+					if q <= 0 && (bytes.Contains(raw, argumentsMark) || bytes.Contains(raw, reasoningMark) || bytes.Contains(raw, textMark)) {
 						q = otherTextLen(raw)
 					}
 					acct.content += int64(q)
@@ -221,12 +221,20 @@ var (
 	// contentKey starts a chunk's delta text; the other keys start a
 	// tool call's arguments and the two spellings of reasoning text.
 	contentKey    = []byte(`"content":"`)
-	otherTextKeys = [][]byte{[]byte(`"arguments":"`), []byte(`"reasoning_content":"`), []byte(`"reasoning":"`)}
+	// Anthropic's text, partial_json and thinking deltas and Gemini's
+	// text parts count too (a relayed Messages stream, a translated
+	// stream's upstream events).
+	otherTextKeys = [][]byte{[]byte(`"arguments":"`), []byte(`"reasoning_content":"`), []byte(`"reasoning":"`),
+		[]byte(`"text":"`), []byte(`"partial_json":"`), []byte(`"thinking":"`)}
 	// argumentsMark and reasoningMark gate otherTextLen: an event
 	// without either (the role, finish and usage chunks, [DONE]) costs
 	// two compiled calls, not a call of ours.
 	argumentsMark = []byte(`"arguments"`)
 	reasoningMark = []byte(`"reasoning`)
+	// textMark gates the Anthropic and Gemini keys: every one of their
+	// text-bearing events holds it ("text", "partial_json" and
+	// "thinking" deltas say "type":"…_delta"; Gemini parts say "text").
+	textMark = []byte(`_delta"`)
 	// usageNull is in every chunk of an include_usage stream but the
 	// usage chunk; emptyChoices marks the usage chunk.
 	usageNull    = []byte(`"usage":null`)
@@ -235,3 +243,17 @@ var (
 
 // lf2 ends an event: a line's "\n", then the blank line.
 var lf2 = []byte("\n\n")
+
+// eventTextLen is the text an upstream event carries, in bytes as sent
+// (JSON escapes included): what relayEventStream counts per event, for
+// the translated relay. 0 when it carries none.
+func eventTextLen(raw []byte) int {
+	if !bytes.Contains(raw, contentKey) && !bytes.Contains(raw, argumentsMark) && !bytes.Contains(raw, reasoningMark) &&
+		!bytes.Contains(raw, textMark) && !bytes.Contains(raw, geminiTextMark) {
+		return 0
+	}
+	return otherTextLen(raw)
+}
+
+// geminiTextMark is in a Gemini event with a text part.
+var geminiTextMark = []byte(`"text":"`)

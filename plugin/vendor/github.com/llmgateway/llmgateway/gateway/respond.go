@@ -221,6 +221,7 @@ func relayTranslated(c *call, x *exchange, o *outbound, st translate.StreamTrans
 			break
 		}
 		events++
+		out.contentBytes += int64(eventTextLen(ev.Data))
 		payloads, e = st.Event(ev, payloads[:0])
 		// Framed and written here, not through framePayloads and sw.write:
 		// under Yaegi each method call costs more than the framing.
