@@ -220,7 +220,7 @@ func otherTextLen(raw []byte) int {
 var (
 	// contentKey starts a chunk's delta text; the other keys start a
 	// tool call's arguments and the two spellings of reasoning text.
-	contentKey    = []byte(`"content":"`)
+	contentKey = []byte(`"content":"`)
 	// Anthropic's text, partial_json and thinking deltas and Gemini's
 	// text parts count too (a relayed Messages stream, a translated
 	// stream's upstream events).
