@@ -136,6 +136,15 @@ func TestSecretsNeverLeakUnified(t *testing.T) {
 		{"translation_refused", testRequest{path: "/v1/chat/completions", body: `{"model":"g","messages":[{"role":"user","content":"hi"}],"logit_bias":{"1":2}}`, headers: bearer(leakUserLiteral)}, 400},
 		{"upstream_stall", testRequest{path: "/v1/chat/completions", body: `{"model":"m-stall"}`, headers: bearer(leakUserLiteral)}, 502},
 		{"stream_truncated", testRequest{path: "/v1/chat/completions", body: `{"model":"m-cut","stream":true}`, headers: bearer(leakUserFile)}, 200},
+		// The Anthropic Messages routes: their errors are in their own
+		// envelope, and must hold no secret either.
+		{"messages_upstream_500_echoes_provider_key", testRequest{path: "/v1/messages", body: `{"model":"m-echo","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`,
+			headers: map[string]string{"X-Api-Key": leakUserLiteral}}, 500},
+		{"messages_unauthorized_provider_key", testRequest{path: "/v1/messages", body: `{"model":"m-ok","messages":[]}`, headers: map[string]string{"X-Api-Key": leakProviderFile}}, 401},
+		{"messages_stream_truncated", testRequest{path: "/v1/messages", body: `{"model":"m-cut","max_tokens":5,"stream":true,"messages":[{"role":"user","content":"hi"}]}`,
+			headers: bearer(leakUserFile)}, 200},
+		{"count_tokens", testRequest{path: "/v1/messages/count_tokens", body: `{"model":"m-ok","messages":[{"role":"user","content":"hi"}]}`, headers: bearer(leakUserLiteral)}, 200},
+		{"anthropic_models_wrong_key", testRequest{method: "GET", path: "/v1/models", headers: map[string]string{"X-Api-Key": leakProviderLiteral, "Anthropic-Version": "2023-06-01"}}, 401},
 	}
 	runLeakCases(t, srv.URL, logs, cases)
 }
