@@ -153,7 +153,18 @@ func TestSlowUploadsEvictedWithoutReadDeadlines(t *testing.T) {
 			conns[i].Close()
 		}
 	}()
-	for i := 0; i < tricklers; i++ {
+	deadline := time.Now().Add(10 * time.Second)
+	// The upload that will resume: it holds a slot before the others
+	// come.
+	for len(conns) < tricklers {
+		if len(conns) == 1 {
+			for len(g.admission.slots) < 1 {
+				if time.Now().After(deadline) {
+					t.Fatal("the first upload never took a slot")
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+		}
 		nc, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
@@ -170,7 +181,6 @@ func TestSlowUploadsEvictedWithoutReadDeadlines(t *testing.T) {
 	}
 	body := `{"model":"m1","messages":[{"role":"user","content":"hi"}]}`
 	client := &http.Client{Timeout: 5 * time.Second}
-	deadline := time.Now().Add(10 * time.Second)
 	for {
 		s, got, err := postChat(client, srv.URL, testAliceKey, body)
 		if err == nil && s == http.StatusOK {
@@ -181,7 +191,15 @@ func TestSlowUploadsEvictedWithoutReadDeadlines(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	// One stalled upload resumes after its eviction: 408.
+	// Every stalled upload's slot is evicted (the first one's included),
+	// while their reads still wait.
+	for len(g.admission.slots) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d slots still held by stalled uploads", len(g.admission.slots))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The first upload resumes after its eviction: 408.
 	late := conns[0]
 	_ = late.SetDeadline(time.Now().Add(10 * time.Second))
 	if _, err := late.Write([]byte(`"m1"` + strings.Repeat(" ", 2000-len(`{"model":"m1"`)-1) + `}`)); err != nil {

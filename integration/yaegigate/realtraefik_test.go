@@ -165,12 +165,16 @@ func TestRealTraefikStalledUploads(t *testing.T) {
 			_ = c.Close()
 		}
 	}()
+	var firstWritten time.Time
 	for i := 0; i < slots; i++ {
 		nc, err := net.Dial("tcp", addr)
 		require.NoError(t, err)
 		conns = append(conns, nc)
 		_, err = nc.Write([]byte(head))
 		require.NoError(t, err)
+		if i == 0 {
+			firstWritten = time.Now()
+		}
 	}
 	body := []byte(`{"model":"` + upstreamModel + `","messages":[{"role":"user","content":"hi"}]}`)
 	chat := func() int {
@@ -202,6 +206,9 @@ func TestRealTraefikStalledUploads(t *testing.T) {
 		status = chat()
 	}
 	t.Logf("served %v after the uploads stalled", time.Since(started).Round(10*time.Millisecond))
+	// The first upload took its slot within moments of its headers, so
+	// it was evicted by 5 s after them; a second of margin.
+	time.Sleep(time.Until(firstWritten.Add(6 * time.Second)))
 	late := conns[0]
 	require.NoError(t, late.SetDeadline(time.Now().Add(10*time.Second)))
 	rest := `"` + upstreamModel + `"`
