@@ -127,3 +127,31 @@ func TestCacheConfigThroughNew(t *testing.T) {
 		t.Fatalf("group cache without the block: %v", err)
 	}
 }
+
+// A non-streaming /v1/messages answer (here translated from an
+// openai-type upstream) is cached like a chat answer, under its own
+// route: the same Messages request is a hit in the Anthropic shape, and
+// the same conversation on /v1/chat/completions is not.
+func TestResponseCacheMessages(t *testing.T) {
+	up := newFakeUpstream(t, okJSON(chatOK))
+	store := newCacheTestStore()
+	base := cachingGateway(t, up.URL, store, &usageLog{})
+	msg := `{"model":"m1","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`
+	send1 := func() (*http.Response, string) {
+		return send(t, base, testRequest{method: "POST", path: "/v1/messages", body: msg, headers: map[string]string{"x-api-key": testAliceKey}})
+	}
+	resp, first := send1()
+	if resp.StatusCode != 200 || resp.Header.Get("X-Llmgw-Cache") != "miss" || !strings.Contains(first, `"type":"message"`) {
+		t.Fatalf("first: %d %q %s", resp.StatusCode, resp.Header.Get("X-Llmgw-Cache"), first)
+	}
+	resp, second := send1()
+	if resp.StatusCode != 200 || resp.Header.Get("X-Llmgw-Cache") != "hit" || second != first {
+		t.Fatalf("second: %d %q\n%s\nwant\n%s", resp.StatusCode, resp.Header.Get("X-Llmgw-Cache"), second, first)
+	}
+	if up.count() != 1 {
+		t.Fatalf("upstream calls %d, want 1", up.count())
+	}
+	if status, hdr, _ := do(t, "POST", base+"/v1/chat/completions", testAliceKey, chatReq); status != 200 || hdr.Get("X-Llmgw-Cache") != "miss" {
+		t.Fatalf("chat after messages: %d %q", status, hdr.Get("X-Llmgw-Cache"))
+	}
+}

@@ -357,3 +357,25 @@ func TestMessagesCutStreamAccounted(t *testing.T) {
 		}
 	}
 }
+
+// count_tokens is recorded: its route, the provider and model that
+// answered it, and no upstream attempt when the gateway estimated.
+func TestMessagesCountTokensRecorded(t *testing.T) {
+	ant := newFakeUpstream(t, okJSON(`{"input_tokens":7}`))
+	base, feed := recordingGateway(t, messagesConfig(ant.URL, "http://127.0.0.1:1", ""), nil)
+	for _, tc := range []struct {
+		model, provider, upstream string
+		attempts                  int
+	}{{"claude-opus-5-5", "ant", "claude-up-1", 1}, {"gpt-x", "oai", "gpt-x", 0}} {
+		resp, got := send(t, base, testRequest{method: "POST", path: "/v1/messages/count_tokens",
+			body: `{"model":"` + tc.model + `","messages":[{"role":"user","content":"hi"}]}`, headers: map[string]string{"x-api-key": testAliceKey}})
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", tc.model, resp.StatusCode, got)
+		}
+		rec := feed.next(t)
+		if rec.route != "messages/count_tokens" || rec.format != "anthropic" || rec.user != "alice" || rec.provider != tc.provider ||
+			rec.model != tc.upstream || rec.requestedModel != tc.model || rec.statusCode != 200 || rec.attempts != tc.attempts {
+			t.Fatalf("%s: record %+v", tc.model, rec)
+		}
+	}
+}
