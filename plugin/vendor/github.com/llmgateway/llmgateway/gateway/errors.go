@@ -67,7 +67,12 @@ func openAIErrorJSON(e *apiError, withUpstream bool) []byte {
 // writeOpenAIError writes e as a complete response in the OpenAI error
 // envelope, with Retry-After when e carries one.
 func writeOpenAIError(w http.ResponseWriter, e *apiError) {
-	data := openAIErrorJSON(e, true)
+	writeErrorBody(w, e, openAIErrorJSON(e, true))
+}
+
+// writeErrorBody writes a complete error response: e's status and
+// Retry-After, data (one line of JSON) as the body.
+func writeErrorBody(w http.ResponseWriter, e *apiError, data []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(data)+1))

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"strconv"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/sse"
 	"github.com/llmgateway/llmgateway/gateway/internal/translate"
@@ -99,13 +98,5 @@ func anthropicErrorJSON(e *apiError) []byte {
 
 // writeAnthropicError writes e as a complete Anthropic error response.
 func writeAnthropicError(w http.ResponseWriter, e *apiError) {
-	data := anthropicErrorJSON(e)
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(data)+1))
-	if e.RetryAfter != "" {
-		h.Set("Retry-After", e.RetryAfter)
-	}
-	w.WriteHeader(e.Status)
-	_, _ = w.Write(append(data, '\n'))
+	writeErrorBody(w, e, anthropicErrorJSON(e))
 }
