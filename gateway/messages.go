@@ -106,46 +106,64 @@ func withStartModel(raw, quoted []byte) []byte {
 
 var modelKeyMark = []byte(`"model":"`)
 
-// messagesViaHub serves a Messages request through a provider type's
-// chat backend (inner): the request translated to the hub, and the
-// answer — whole or streamed — translated back.
-func messagesViaHub(c *call, cand candidate, inner prepareFunc) (*outbound, *apiError) {
-	hub, e := hubRequest(c)
-	if e != nil {
-		return nil, e
+// hubConversion is how one call's request of a non-hub inbound API is
+// served through the hub: the request translated to a hub request, and
+// how the hub answer — whole, or a stream of hub payloads — becomes the
+// client's again. An inbound format that is not the hub supplies one
+// (toHub); viaHub applies it around any backend's hub operation, so no
+// stage exists per format.
+type hubConversion struct {
+	hub *jsonRequest
+	// decode turns a whole hub answer into the client's.
+	decode func(hub []byte, tc translate.Context) ([]byte, translate.Usage, *apiError)
+	// stream wraps a backend's stream translator (nil: the upstream's
+	// events are hub chunks) into one that emits the client's events.
+	stream func(inner translate.StreamTranslator, tc translate.Context) translate.StreamTranslator
+}
+
+// viaHub serves the call through the hub operation inner of a backend
+// (its chat or embeddings prepare function, for the hub route hubRoute):
+// the request converted once per call (toHub, every candidate and retry
+// sharing it), the answer converted back.
+func viaHub(c *call, cand candidate, inner prepareFunc, hubRoute *route, toHub func(c *call) (*hubConversion, *apiError)) (*outbound, *apiError) {
+	conv := c.hubConv
+	if conv == nil {
+		var e *apiError
+		if conv, e = toHub(c); e != nil {
+			return nil, e
+		}
+		c.hubConv = conv
 	}
 	in, rt := c.req, c.route
-	c.req, c.route = hub, chatRoute
+	c.req, c.route = conv.hub, hubRoute
 	o, e := inner(c, cand)
 	c.req, c.route = in, rt
 	if e != nil {
 		return nil, e
 	}
-	info := c.hubInfo
 	tc := translateContext(c, cand.model)
 	if o.stream {
 		innerStream := o.translator
-		estimate := int64((len(c.req.raw) + 3) / 4)
 		o.translator = func() translate.StreamTranslator {
 			var st translate.StreamTranslator
 			if innerStream != nil {
 				st = innerStream()
 			}
-			return translate.NewAnthropicOutStream(st, tc, info, estimate)
+			return conv.stream(st, tc)
 		}
 		o.stripUsage = false
 		return o, nil
 	}
 	innerDecode := o.decode
 	o.decode = func(data []byte) ([]byte, translate.Usage, *apiError) {
-		return hubToMessage(data, innerDecode, tc, info)
+		return fromHub(data, innerDecode, conv, tc)
 	}
 	return o, nil
 }
 
-// hubToMessage decodes a whole answer to the hub (innerDecode, or as is
-// from an openai-type upstream) and translates it to a Message.
-func hubToMessage(data []byte, innerDecode func([]byte) ([]byte, translate.Usage, *apiError), tc translate.Context, info translate.AnthropicInbound) ([]byte, translate.Usage, *apiError) {
+// fromHub decodes a whole answer to the hub (innerDecode, or as is from
+// an openai-type upstream) and converts it for the client.
+func fromHub(data []byte, innerDecode func([]byte) ([]byte, translate.Usage, *apiError), conv *hubConversion, tc translate.Context) ([]byte, translate.Usage, *apiError) {
 	hubBody := data
 	var u translate.Usage
 	if innerDecode != nil {
@@ -155,7 +173,7 @@ func hubToMessage(data []byte, innerDecode func([]byte) ([]byte, translate.Usage
 			return nil, u, e
 		}
 	}
-	out, hu, e := translate.AnthropicFromHubResponse(hubBody, tc, info)
+	out, hu, e := conv.decode(hubBody, tc)
 	if innerDecode == nil {
 		u = hu
 	}
@@ -166,13 +184,11 @@ func hubToMessage(data []byte, innerDecode func([]byte) ([]byte, translate.Usage
 // request goes through.
 var chatRoute = routeTable[0]
 
-// hubRequest is the call's Messages request translated to the hub,
-// translated once per call (every candidate and retry shares it). A
-// dropped thinking config is warned about once per gateway.
-func hubRequest(c *call) (*jsonRequest, *apiError) {
-	if c.hub != nil {
-		return c.hub, nil
-	}
+// anthropicToHub is the Messages API's conversion: the request through
+// translate.HubFromAnthropicRequest, the answer through
+// AnthropicFromHubResponse and NewAnthropicOutStream. A dropped thinking
+// config is warned about once per gateway.
+func anthropicToHub(c *call) (*hubConversion, *apiError) {
 	body, info, e := translate.HubFromAnthropicRequest(c.req.raw)
 	if e != nil {
 		return nil, e
@@ -185,8 +201,22 @@ func hubRequest(c *call) (*jsonRequest, *apiError) {
 		c.g.warnings.warnOnce("messages-thinking", "/v1/messages: the thinking config of requests to non-Anthropic providers is dropped "+
 			"(their reasoning, when streamed, is returned as thinking blocks only when the client enabled thinking)")
 	}
-	c.hub, c.hubInfo = hub, info
-	return hub, nil
+	estimate := int64((len(c.req.raw) + 3) / 4)
+	return &hubConversion{
+		hub: hub,
+		decode: func(hub []byte, tc translate.Context) ([]byte, translate.Usage, *apiError) {
+			return translate.AnthropicFromHubResponse(hub, tc, info)
+		},
+		stream: func(inner translate.StreamTranslator, tc translate.Context) translate.StreamTranslator {
+			return translate.NewAnthropicOutStream(inner, tc, info, estimate)
+		},
+	}, nil
+}
+
+// messagesViaHub serves a Messages request through a provider type's
+// chat backend.
+func messagesViaHub(c *call, cand candidate, inner prepareFunc) (*outbound, *apiError) {
+	return viaHub(c, cand, inner, chatRoute, anthropicToHub)
 }
 
 // anthropicCountTokens passes count_tokens to an anthropic-type

@@ -34,11 +34,9 @@ type call struct {
 	// peek is what a budgeted caller's passthrough body showed (nil: not
 	// read), for its reservation.
 	peek *passthroughPeek
-	// hub is a Messages request translated to the hub (hubRequest), and
-	// hubInfo what the translation learned; nil until a candidate needs
-	// it.
-	hub     *jsonRequest
-	hubInfo translate.AnthropicInbound
+	// hubConv is the request of a non-hub inbound API converted to the
+	// hub (viaHub); nil until a candidate needs it.
+	hubConv *hubConversion
 	rec     requestRecord
 }
 
