@@ -42,6 +42,33 @@ func init() {
 	anthropicBackend.ops[opCountTokens] = anthropicCountTokens
 	openAIBackend.ops[opCountTokens] = localCountTokens
 	geminiBackend.ops[opCountTokens] = localCountTokens
+	// The Ollama and Responses APIs: every type through the hub (an
+	// openai provider with responsesApi "native" gets /v1/responses as
+	// is).
+	for _, b := range []struct {
+		be               *backend
+		chat, embeddings prepareFunc
+	}{{openAIBackend, openAIChat, openAIJSON}, {anthropicBackend, anthropicChat, nil}, {geminiBackend, geminiChat, geminiEmbeddings}} {
+		chat, embeddings := b.chat, b.embeddings
+		b.be.ops[opOllamaChat] = func(c *call, cand candidate) (*outbound, *apiError) {
+			return viaHub(c, cand, chat, chatRoute, ollamaChatToHub)
+		}
+		b.be.ops[opOllamaGenerate] = func(c *call, cand candidate) (*outbound, *apiError) {
+			return viaHub(c, cand, chat, chatRoute, ollamaGenerateToHub)
+		}
+		b.be.ops[opResponses] = func(c *call, cand candidate) (*outbound, *apiError) {
+			return viaHub(c, cand, chat, chatRoute, responsesToHub)
+		}
+		if embeddings != nil {
+			b.be.ops[opOllamaEmbed] = func(c *call, cand candidate) (*outbound, *apiError) {
+				return viaHub(c, cand, embeddings, embeddingsRoute, ollamaEmbedToHub)
+			}
+			b.be.ops[opOllamaEmbeddings] = func(c *call, cand candidate) (*outbound, *apiError) {
+				return viaHub(c, cand, embeddings, embeddingsRoute, ollamaEmbeddingsToHub)
+			}
+		}
+	}
+	openAIBackend.ops[opResponses] = openAIResponses
 }
 
 // backendFor is the capability table of a provider type.

@@ -166,6 +166,12 @@ type ProviderConfig struct {
 	// billing account or paid features (OpenAI-Organization,
 	// OpenAI-Project, and anthropic-beta outside /v1/messages).
 	PassthroughHeaders []string `json:"passthroughHeaders"`
+	// ResponsesAPI says how /v1/responses reaches this provider:
+	// "convert" (the default: converted to chat completions, as for every
+	// provider type) or "native" (openai type only: forwarded with only
+	// the model rewritten, for a server that implements the Responses
+	// API).
+	ResponsesAPI string `json:"responsesApi"`
 }
 
 // GroupConfig is a named set of access lists. Every list is glob-matched

@@ -36,7 +36,7 @@ var defaultBaseURLs = map[string]string{
 }
 
 // reservedNames would shadow the gateway's own fixed routes.
-var reservedNames = map[string]bool{"v1": true, "mcp": true, "a2a": true, "admin": true}
+var reservedNames = map[string]bool{"v1": true, "mcp": true, "a2a": true, "admin": true, "api": true, "metrics": true}
 
 // providerRuntime is one provider's compiled, immutable settings.
 type providerRuntime struct {
@@ -52,6 +52,8 @@ type providerRuntime struct {
 	// passthroughHeaders are the billing headers passthrough forwards for
 	// this provider (canonical names; PassthroughHeaders).
 	passthroughHeaders map[string]bool
+	// responsesNative: /v1/responses is forwarded, not converted.
+	responsesNative bool
 	// jsonHeader is the header of a JSON request to the provider: its
 	// content type and its credential, built once (a request clones it).
 	// Never logged; nil in tests that build a providerRuntime by hand.
@@ -303,6 +305,16 @@ func compileProvider(field, name string, pc *ProviderConfig, globalTimeout time.
 			return nil, fmt.Errorf("config: %s.passthroughHeaders[%d]: %q is not a header passthrough drops (OpenAI-Organization, OpenAI-Project, Anthropic-Beta)", field, i, pc.PassthroughHeaders[i])
 		}
 		p.passthroughHeaders[name] = true
+	}
+	switch pc.ResponsesAPI {
+	case "", "convert":
+	case "native":
+		if pc.Type != providerOpenAI {
+			return nil, fmt.Errorf("config: %s.responsesApi: \"native\" needs an openai provider (a %s provider's /v1/responses is converted)", field, pc.Type)
+		}
+		p.responsesNative = true
+	default:
+		return nil, fmt.Errorf("config: %s.responsesApi: %q must be \"convert\" or \"native\"", field, pc.ResponsesAPI)
 	}
 	p.jsonHeader = http.Header{"Content-Type": {"application/json"}}
 	p.injectAuth(p.jsonHeader)

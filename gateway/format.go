@@ -40,6 +40,9 @@ type wireFormat struct {
 	// pipeline needs from it: the model, the stream flag, the output-token
 	// cap.
 	readRequest func(body []byte) (*jsonRequest, *apiError)
+	// streamContentType is a stream's Content-Type ("" is
+	// text/event-stream).
+	streamContentType string
 	// keepalive, when set, is a framed event written while a translated
 	// stream's upstream is silent for keepaliveEvery (Anthropic's ping:
 	// its clients give up on a silent stream).

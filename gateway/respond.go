@@ -110,7 +110,9 @@ func decodeWhole(o *outbound, data []byte, out *outcome) *apiError {
 // sees the response start before the first token.
 func startStream(c *call, status int) {
 	h := c.w.Header()
-	if h.Get("Content-Type") == "" {
+	if ct := c.format.streamContentType; ct != "" {
+		h.Set("Content-Type", ct)
+	} else if h.Get("Content-Type") == "" {
 		h.Set("Content-Type", "text/event-stream")
 	}
 	h.Set("Cache-Control", "no-cache")

@@ -17,6 +17,11 @@ const (
 	opTranscriptions
 	opMessages
 	opCountTokens
+	opOllamaChat
+	opOllamaGenerate
+	opOllamaEmbed
+	opOllamaEmbeddings
+	opResponses
 	operationCount
 )
 
@@ -71,6 +76,16 @@ var routeTable = []*route{
 		body: bodyJSON, maxBodyBytes: maxUnifiedRequestBytes, cacheable: true, priced: true},
 	{path: "/v1/messages/count_tokens", method: http.MethodPost, format: anthropicFormat, op: opCountTokens, name: "messages/count_tokens",
 		body: bodyJSON, maxBodyBytes: maxUnifiedRequestBytes, unlimited: true},
+	{path: "/v1/responses", method: http.MethodPost, format: responsesFormat, op: opResponses, name: "responses",
+		body: bodyJSON, maxBodyBytes: maxUnifiedRequestBytes, cacheable: true, priced: true},
+	{path: "/api/chat", method: http.MethodPost, format: ollamaFormat, op: opOllamaChat, name: "ollama/chat",
+		body: bodyJSON, maxBodyBytes: maxUnifiedRequestBytes, cacheable: true, priced: true},
+	{path: "/api/generate", method: http.MethodPost, format: ollamaFormat, op: opOllamaGenerate, name: "ollama/generate",
+		body: bodyJSON, maxBodyBytes: maxUnifiedRequestBytes, cacheable: true, priced: true},
+	{path: "/api/embed", method: http.MethodPost, format: ollamaFormat, op: opOllamaEmbed, name: "ollama/embed",
+		body: bodyJSON, maxBodyBytes: maxUnifiedRequestBytes, cacheable: true, priced: true},
+	{path: "/api/embeddings", method: http.MethodPost, format: ollamaFormat, op: opOllamaEmbeddings, name: "ollama/embeddings",
+		body: bodyJSON, maxBodyBytes: maxUnifiedRequestBytes, cacheable: true, priced: true},
 }
 
 // passthroughRoute is the accounting row of native passthrough: any
@@ -108,6 +123,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if p == "/v1/models" || strings.HasPrefix(p, "/v1/models/") {
 		g.serveModels(w, r)
+		return
+	}
+	if (p == "/" && !g.cfg.passthroughUnknown || strings.HasPrefix(p, "/api/")) && g.serveOllamaMeta(w, r) {
 		return
 	}
 	if provider, rest, ok := g.passthroughTarget(p); ok {
