@@ -38,12 +38,17 @@
 //	anthropic_hub*.go    Anthropic Messages client ⇄ hub:
 //	                     HubFromAnthropicRequest, AnthropicFromHubResponse,
 //	                     NewAnthropicOutStream, AnthropicCountTokens
+//	ollama_hub*.go       Ollama API client ⇄ hub: HubFromOllamaChat,
+//	                     HubFromOllamaGenerate, OllamaFromHubResponse,
+//	                     NewOllamaOutStream (NDJSON lines), and
+//	                     embeddings (ollama_hub_embed.go)
 //
 // The golden transcripts under testdata/ are recorded provider streams
 // and what a client receives for them: an OpenAI client under
 // testdata/anthropic and testdata/gemini, an Anthropic client under
-// testdata/anthropic_out (go test -update rewrites the goldens). Like
-// the rest of the core the package is standard library only and
-// interpreted by Yaegi inside Traefik: wire structs are plain exported
-// fields, no named results, no generics.
+// testdata/anthropic_out, an Ollama client under testdata/ollama_out
+// (go test -update rewrites the goldens). Like the rest of the core the
+// package is standard library only and interpreted by Yaegi inside
+// Traefik: wire structs are plain exported fields, no named results, no
+// generics.
 package translate
