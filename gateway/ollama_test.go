@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -90,5 +92,99 @@ func TestResponsesAPIConfig(t *testing.T) {
 	}
 	if _, err := newGatewayFromConfig(t, `{"providers": {"o": {"type": "openai", "baseUrl": "http://x", "responsesApi": "native"}}}`); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// /api/chat, /api/generate and /api/embed through an openai-type
+// provider: the hub request the upstream gets, Ollama's answer shapes,
+// NDJSON streams (stream defaults to true), errors as {"error":…}.
+func TestOllamaRoutesThroughHub(t *testing.T) {
+	up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		switch {
+		case r.URL.Path == "/v1/embeddings":
+			okJSON(`{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.5,-0.25]}],"model":"m1","usage":{"prompt_tokens":3,"total_tokens":3}}`)(w, r)
+		case strings.Contains(string(body), `"stream":true`):
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m1","choices":[{"index":0,"delta":{"role":"assistant","content":"he"},"finish_reason":null}]}`+"\n\n"+
+				`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m1","choices":[{"index":0,"delta":{"content":"llo"},"finish_reason":"stop"}]}`+"\n\n"+
+				`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m1","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}`+"\n\ndata: [DONE]\n\n")
+		default:
+			okJSON(chatOK)(w, r)
+		}
+	})
+	base, feed := recordingGateway(t, standardConfig(up.URL), nil)
+	// Not streamed: one JSON object.
+	resp, body := send(t, base, testRequest{method: "POST", path: "/api/chat", headers: bearer(testAliceKey),
+		body: `{"model":"m1","stream":false,"messages":[{"role":"user","content":"hi"}],"options":{"num_predict":20}}`})
+	var one struct {
+		Model   string `json:"model"`
+		Message struct {
+			Role, Content string
+		} `json:"message"`
+		Done            bool   `json:"done"`
+		DoneReason      string `json:"done_reason"`
+		PromptEvalCount int64  `json:"prompt_eval_count"`
+		EvalCount       int64  `json:"eval_count"`
+	}
+	if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &one) != nil || one.Model != "m1" || one.Message.Content != "hi" ||
+		!one.Done || one.DoneReason != "stop" || one.PromptEvalCount != 11 || one.EvalCount != 7 {
+		t.Fatalf("chat: %d %s", resp.StatusCode, body)
+	}
+	if up := up.last(t); up.path != "/v1/chat/completions" || !strings.Contains(string(up.body), `"max_tokens":20`) {
+		t.Fatalf("upstream %s %s", up.path, up.body)
+	}
+	if rec := feed.next(t); rec.route != "ollama/chat" || rec.format != "ollama" || rec.usage.PromptTokens != 11 {
+		t.Fatalf("record %+v", rec)
+	}
+	// Streamed by default: NDJSON lines, the last one done.
+	resp, body = send(t, base, testRequest{method: "POST", path: "/api/generate", headers: bearer(testAliceKey),
+		body: `{"model":"m1","prompt":"hi"}`})
+	lines := strings.Split(strings.TrimSuffix(body, "\n"), "\n")
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/x-ndjson" || len(lines) < 3 {
+		t.Fatalf("generate stream: %d %q %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	text := ""
+	for i, l := range lines {
+		var ev struct {
+			Response   string `json:"response"`
+			Done       bool   `json:"done"`
+			DoneReason string `json:"done_reason"`
+			EvalCount  int64  `json:"eval_count"`
+		}
+		if err := json.Unmarshal([]byte(l), &ev); err != nil {
+			t.Fatalf("line %d %q: %v", i, l, err)
+		}
+		text += ev.Response
+		if last := i == len(lines)-1; ev.Done != last || last && (ev.DoneReason != "stop" || ev.EvalCount != 2) {
+			t.Fatalf("line %d %q", i, l)
+		}
+	}
+	if text != "hello" {
+		t.Fatalf("streamed text %q", text)
+	}
+	feed.next(t)
+	// Embeddings.
+	resp, body = send(t, base, testRequest{method: "POST", path: "/api/embed", headers: bearer(testAliceKey), body: `{"model":"m1","input":"hi"}`})
+	if resp.StatusCode != 200 || !strings.Contains(body, `"embeddings":[[0.5,-0.25]]`) {
+		t.Fatalf("embed: %d %s", resp.StatusCode, body)
+	}
+	feed.next(t)
+	// Errors in Ollama's shape.
+	for _, tc := range []struct {
+		path, body, key string
+		status          int
+	}{
+		{"/api/chat", `{"model":"m2","messages":[{"role":"user","content":"x"}]}`, testBobKey, 403},
+		{"/api/chat", `{"model":"nope","messages":[{"role":"user","content":"x"}]}`, testAliceKey, 404},
+		{"/api/chat", `{"model":"m1","messages":[{"role":"robot","content":"x"}]}`, testAliceKey, 400},
+		{"/api/chat", `{"model":"m1","messages":[]}`, "sk-wrong", 401},
+		{"/api/generate", `{"model":"m1","prompt":"x","suffix":"y"}`, testAliceKey, 400},
+	} {
+		resp, body = send(t, base, testRequest{method: "POST", path: tc.path, body: tc.body, headers: bearer(tc.key)})
+		if resp.StatusCode != tc.status || !strings.HasPrefix(body, `{"error":"`) {
+			t.Fatalf("%s %s: %d %s, want %d in Ollama's shape", tc.path, tc.body, resp.StatusCode, body, tc.status)
+		}
+		feed.next(t)
 	}
 }
