@@ -38,11 +38,17 @@
 //	anthropic_hub*.go    Anthropic Messages client ⇄ hub:
 //	                     HubFromAnthropicRequest, AnthropicFromHubResponse,
 //	                     NewAnthropicOutStream, AnthropicCountTokens
+//	responses_hub*.go    OpenAI Responses client (Codex CLI) ⇄ hub:
+//	                     HubFromResponsesRequest (input items, tools:
+//	                     namespaces flattened, custom tools as functions,
+//	                     built-in tools dropped), ResponsesFromHubResponse,
+//	                     NewResponsesOutStream and ResponsesStreamFailed
 //
 // The golden transcripts under testdata/ are recorded provider streams
 // and what a client receives for them: an OpenAI client under
 // testdata/anthropic and testdata/gemini, an Anthropic client under
-// testdata/anthropic_out (go test -update rewrites the goldens). Like
+// testdata/anthropic_out, a Responses client under
+// testdata/responses_out (go test -update rewrites the goldens). Like
 // the rest of the core the package is standard library only and
 // interpreted by Yaegi inside Traefik: wire structs are plain exported
 // fields, no named results, no generics.
