@@ -38,33 +38,22 @@
 //	anthropic_hub*.go    Anthropic Messages client ⇄ hub:
 //	                     HubFromAnthropicRequest, AnthropicFromHubResponse,
 //	                     NewAnthropicOutStream, AnthropicCountTokens
-<<<<<<< HEAD
 //	ollama_hub*.go       Ollama API client ⇄ hub: HubFromOllamaChat,
 //	                     HubFromOllamaGenerate, OllamaFromHubResponse,
 //	                     NewOllamaOutStream (NDJSON lines), and
 //	                     embeddings (ollama_hub_embed.go)
-=======
 //	responses_hub*.go    OpenAI Responses client (Codex CLI) ⇄ hub:
 //	                     HubFromResponsesRequest (input items, tools:
 //	                     namespaces flattened, custom tools as functions,
 //	                     built-in tools dropped), ResponsesFromHubResponse,
 //	                     NewResponsesOutStream and ResponsesStreamFailed
->>>>>>> h-responses
 //
 // The golden transcripts under testdata/ are recorded provider streams
 // and what a client receives for them: an OpenAI client under
 // testdata/anthropic and testdata/gemini, an Anthropic client under
-<<<<<<< HEAD
-// testdata/anthropic_out, an Ollama client under testdata/ollama_out
-// (go test -update rewrites the goldens). Like the rest of the core the
-// package is standard library only and interpreted by Yaegi inside
-// Traefik: wire structs are plain exported fields, no named results, no
-// generics.
-=======
-// testdata/anthropic_out, a Responses client under
-// testdata/responses_out (go test -update rewrites the goldens). Like
-// the rest of the core the package is standard library only and
-// interpreted by Yaegi inside Traefik: wire structs are plain exported
-// fields, no named results, no generics.
->>>>>>> h-responses
+// testdata/anthropic_out, an Ollama client under testdata/ollama_out,
+// a Responses client under testdata/responses_out (go test -update
+// rewrites the goldens). Like the rest of the core the package is
+// standard library only and interpreted by Yaegi inside Traefik: wire
+// structs are plain exported fields, no named results, no generics.
 package translate
