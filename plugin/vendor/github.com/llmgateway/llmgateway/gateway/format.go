@@ -40,6 +40,14 @@ type wireFormat struct {
 	// pipeline needs from it: the model, the stream flag, the output-token
 	// cap.
 	readRequest func(body []byte) (*jsonRequest, *apiError)
+	// translatedFailure, when set, is how a translated stream of this
+	// format ends on a failure: the translator writes its own failure
+	// event (Responses' response.failed, which needs the stream's
+	// sequence number and response id) — in band, with an error it
+	// returns, or, for a failure the relay found (a read error, a stall,
+	// the size cap), when asked through this function. The format's
+	// streamError is then not written for a translated stream.
+	translatedFailure func(st translate.StreamTranslator, e *apiError, out []translate.Payload) []translate.Payload
 	// streamContentType is a stream's Content-Type ("" is
 	// text/event-stream).
 	streamContentType string

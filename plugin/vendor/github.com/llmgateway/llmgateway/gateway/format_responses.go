@@ -34,6 +34,9 @@ var responsesFormat = &wireFormat{
 	},
 	idPrefix:    "resp_",
 	readRequest: readResponsesRequest,
+	translatedFailure: func(st translate.StreamTranslator, e *apiError, out []translate.Payload) []translate.Payload {
+		return translate.ResponsesStreamFailed(st, e, out)
+	},
 }
 
 // responsesErrorEvent is the Responses stream's error event.

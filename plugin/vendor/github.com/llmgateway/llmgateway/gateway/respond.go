@@ -198,6 +198,7 @@ func relayTranslated(c *call, x *exchange, o *outbound, st translate.StreamTrans
 	frame := c.format.frame
 	events := 0
 	var e *apiError
+	inBand := false // the translator wrote its own failure event (translatedFailure)
 	for {
 		ev, err := rd.Next()
 		if err != nil {
@@ -209,6 +210,7 @@ func relayTranslated(c *call, x *exchange, o *outbound, st translate.StreamTrans
 			if err == io.EOF && !rd.Partial() {
 				payloads, e = st.Finish(payloads[:0])
 				sw.buf = c.format.framePayloads(sw.buf[:0], payloads)
+				inBand = e != nil
 				if e = attributed(p, e); e == nil {
 					sw.buf = append(sw.buf, c.format.streamEnd...)
 				}
@@ -244,6 +246,7 @@ func relayTranslated(c *call, x *exchange, o *outbound, st translate.StreamTrans
 		}
 		if e != nil {
 			e = attributed(p, e)
+			inBand = true
 			break
 		}
 	}
@@ -251,6 +254,18 @@ func relayTranslated(c *call, x *exchange, o *outbound, st translate.StreamTrans
 	if e != nil {
 		if ka != nil {
 			keepaliveStop(ka)
+		}
+		if fail := c.format.translatedFailure; fail != nil {
+			// The format's failure event is the translator's: written in
+			// band already, or asked for now.
+			if !inBand {
+				sw.buf = c.format.framePayloads(sw.buf[:0], fail(st, e, nil))
+				sw.write(sw.buf)
+			}
+			out.err = e
+			noteError(&c.rec, e)
+			c.g.log.errorf("%s (after %d events)", e.Error(), events)
+			return out
 		}
 		endStream(c, sw, out, e, events)
 	}
