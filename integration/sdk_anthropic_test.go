@@ -34,9 +34,8 @@ const (
 	msgToolInput    = `{"city":"Paris","unit":"celsius"}`
 )
 
-// msgToolTurn scripts the tool conversation on the Anthropic and OpenAI
-// routes of the mock; its Gemini route calls the first declared tool on
-// any ask that mentions the weather, with the same arguments.
+// msgToolTurn scripts the tool conversation on the Anthropic, OpenAI
+// and Gemini routes of the mock.
 var msgToolTurn = mockupstream.ToolTurn{
 	Trigger:   "weather in Paris",
 	Name:      "get_weather",
@@ -147,7 +146,7 @@ func messagesKinds() []messagesKind {
 				}
 				assert.Equal(t, want, r.Path)
 			},
-			toolPieces: 1, toolAnswer: mockupstream.ReplyText(msgChunks),
+			toolPreamble: mockupstream.ToolTurnPreamble, toolPieces: 1, toolAnswer: msgToolFinal,
 			maxTokens: true,
 		},
 	}

@@ -13,8 +13,8 @@ yaegi-check: ## Yaegi gate: the plugin under the interpreter and under Traefik's
 traefik-binary: ## build and cache Traefik v3.6.12 (scripts/build-traefik.sh; ~10 min the first time)
 	scripts/build-traefik.sh
 
-integration: build-binary traefik-binary claude-code ## everything, plus a real Traefik process, the OpenAI SDK through it and Claude Code
-	LLMGW_CLAUDE_BIN="$(CLAUDE_BIN)" LLMGW_REAL_TRAEFIK=1 $(GO) test -count=1 ./integration/...
+integration: build-binary traefik-binary claude-code codex ## everything, plus a real Traefik process, the OpenAI SDK through it, Claude Code and Codex CLI
+	LLMGW_CLAUDE_BIN="$(CLAUDE_BIN)" LLMGW_CODEX_BIN="$(CODEX_BIN)" LLMGW_REAL_TRAEFIK=1 $(GO) test -count=1 ./integration/...
 
 yaegi-unit: ## run the gateway core's own unit tests under `yaegi test` (yaegi CLI v0.16.1)
 	scripts/yaegi-unit.sh

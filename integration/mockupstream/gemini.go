@@ -163,6 +163,7 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, body []byte
 			fail(http.StatusBadRequest, msg)
 			return
 		}
+		req.turn = geminiTurnMessages(body)
 		s.serveGenerate(w, r, req, model, seq, p, action == "streamGenerateContent")
 	case "countTokens":
 		var wrap struct {
@@ -320,6 +321,19 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, req gemin
 		tool, isTool = toolCallFor(names, choice, "", req.lastUser, p.toolCall)
 	}
 	reply := buildReply(p.chunks, req.maxTokens, req.stops)
+	args, preamble := toolArgumentsObject, ""
+	switch step, text := s.opts.ToolTurn.decide(req.turn, req.functions); step {
+	case turnCall:
+		if s.turnInput == "" {
+			writeJSON(w, http.StatusInternalServerError, geminiErrorEnvelope(http.StatusInternalServerError, "mock: Options.ToolTurn.Input is not a JSON object"))
+			return
+		}
+		tool, isTool = s.opts.ToolTurn.Name, true
+		args, preamble = s.turnInput, ToolTurnPreamble
+	case turnAnswer:
+		isTool = false
+		reply = textReply{chunks: textChunks(text), reason: "end"}
+	}
 	finish, output := "STOP", len(reply.chunks)
 	if isTool {
 		output = ToolOutputTokens
@@ -339,13 +353,17 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, req gemin
 		b, _ := json.Marshal(geminiResponse{Candidates: []geminiCandidate{c}, UsageMetadata: usage, ModelVersion: model, ResponseID: responseID})
 		return b
 	}
-	callPart := json.RawMessage(`{"functionCall":{"name":` + string(jsonString(tool)) + `,"args":` + toolArgumentsObject +
+	callPart := json.RawMessage(`{"functionCall":{"name":` + string(jsonString(tool)) + `,"args":` + args +
 		`},"thoughtSignature":"` + GeminiThoughtSignature + `"}`)
+	callParts := []json.RawMessage{callPart}
+	if preamble != "" {
+		callParts = []json.RawMessage{geminiText(preamble), callPart}
+	}
 
 	if !stream {
 		var parts []json.RawMessage
 		if isTool {
-			parts = []json.RawMessage{callPart}
+			parts = callParts
 		} else {
 			parts = []json.RawMessage{geminiText(reply.text())}
 		}
@@ -355,7 +373,7 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, req gemin
 
 	var payloads [][]byte
 	if isTool {
-		payloads = append(payloads, response([]json.RawMessage{callPart}, finish, final))
+		payloads = append(payloads, response(callParts, finish, final))
 	} else {
 		partial := geminiUsage{PromptTokenCount: req.promptWords, TotalTokenCount: req.promptWords}
 		chunks := reply.chunks

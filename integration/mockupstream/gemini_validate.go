@@ -75,6 +75,7 @@ type geminiRequest struct {
 	promptWords int
 	maxTokens   int // -1: none
 	stops       []string
+	turn        []turnMessage // the conversation as ToolTurn sees it
 }
 
 var geminiFunctionName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_.:-]{0,127}$`)

@@ -2,7 +2,9 @@
 // benchmarks that speaks three wire formats on one server, chosen by path:
 //
 //   - OpenAI: GET /v1/models, GET /v1/models/{id}, POST /v1/chat/completions
-//     (plain and streaming) and POST /v1/embeddings.
+//     (plain and streaming), POST /v1/embeddings and the Responses API's
+//     POST /v1/responses (responses.go: plain and streaming, the full
+//     event sequence Codex CLI needs, function calls).
 //   - Anthropic (anthropic.go): POST /v1/messages (plain and streaming;
 //     any query string, such as Claude Code's ?beta=true, is accepted and
 //     recorded), POST /v1/messages/count_tokens, and GET /v1/models[/{id}]
@@ -26,7 +28,7 @@
 //	X-Mock-Stall-After: 2      stream 2 events, then stall until the client goes away
 //	X-Mock-Error-After: 2      stream 2 events, then send the dialect's error event and end
 //	X-Mock-Truncate-After: 2   stream 2 events, then end the response without error or terminator
-//	X-Mock-Tool-Call: 1        (Anthropic, Gemini) answer with a tool call of the request's first tool
+//	X-Mock-Tool-Call: 1        (Anthropic, Gemini, Responses) answer with a tool call of the request's first tool
 //	X-Mock-SSE-CRLF: 1         end SSE lines with \r\n instead of \n
 //
 // A gateway in front of the mock usually does not forward such headers, so
@@ -37,9 +39,10 @@
 // events). Recorded requests show the stripped path and the applied headers.
 //
 // Options.ToolTurn (toolturn.go) scripts a tool call and the answer to
-// its result on the Anthropic and OpenAI chat routes, decided from each
-// request alone, so that an agent (Claude Code) can run a whole tool turn
-// against the mock, directly or through a translating gateway.
+// its result on the Anthropic, OpenAI chat, Responses and Gemini routes,
+// decided from each request alone, so that an agent (Claude Code, Codex
+// CLI) can run a whole tool turn against the mock, directly or through a
+// translating gateway.
 //
 // Replies are deterministic: ChunkText and ReplyText give the exact assistant
 // text, and the reply carries Chunks completion tokens.
@@ -128,9 +131,13 @@ type Options struct {
 	// GeminiAPIKey, when set, is the only key the Gemini routes accept
 	// (400 API_KEY_INVALID otherwise). Default: any non-empty key.
 	GeminiAPIKey string
+	// OpenAIAPIKey, when set, is the only key the OpenAI routes (models,
+	// chat, embeddings, responses) accept as Authorization: Bearer (401
+	// invalid_api_key otherwise). Default: no check.
+	OpenAIAPIKey string
 	// ToolTurn, when set, scripts a tool call and the answer to its
-	// result on the Anthropic Messages and OpenAI chat routes (see
-	// ToolTurn). Default: none.
+	// result on the Anthropic Messages, OpenAI chat, Responses and Gemini
+	// generateContent routes (see ToolTurn). Default: none.
 	ToolTurn *ToolTurn
 }
 
@@ -286,6 +293,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if key := s.opts.OpenAIAPIKey; key != "" && r.Header.Get("Authorization") != "Bearer "+key {
+		writeError(w, http.StatusUnauthorized, "Incorrect API key provided.", "invalid_api_key")
+		return
+	}
 	if v := r.Header.Get(HeaderStatus); v != "" {
 		code, err := strconv.Atoi(v)
 		if err != nil || code < 200 || code > 599 {
@@ -321,6 +332,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.serveEmbeddings(w, body)
+	case path == "/v1/responses":
+		if !allowMethod(w, r, http.MethodPost) {
+			return
+		}
+		s.serveResponses(w, r, body, seq)
 	default:
 		writeError(w, http.StatusNotFound, "mock: unknown URL "+r.Method+" "+path, "unknown_url")
 	}

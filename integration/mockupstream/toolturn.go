@@ -3,33 +3,41 @@ package mockupstream
 import (
 	"bytes"
 	"encoding/json"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 )
 
 // ToolTurn scripts a two-step tool conversation on the Anthropic Messages
-// route and the OpenAI chat route (Options.ToolTurn). The mock decides
-// from each request alone, keeping no state between requests, so the
-// same script works whether a client talks to the mock directly or
-// through a gateway that translates one dialect into the other:
+// route, the OpenAI chat route, the Responses route and Gemini's
+// generateContent (Options.ToolTurn). The mock decides from each request
+// alone, keeping no state between requests, so the same script works
+// whether a client talks to the mock directly or through a gateway that
+// translates one dialect into another:
 //
 //  1. The call. A request whose last message is a user message that
 //     contains Trigger in its text (any user message when Trigger is
 //     empty) and carries no tool result is answered with the text
 //     ToolTurnPreamble and one call of tool Name with Input: an
 //     Anthropic tool_use block (streamed as input_json_delta fragments,
-//     stop_reason "tool_use") or an OpenAI tool_calls entry (streamed as
-//     argument fragments, finish_reason "tool_calls"). A request that
-//     declares no tool Name gets the text ToolTurnUndeclared(Name)
-//     instead.
+//     stop_reason "tool_use"), an OpenAI tool_calls entry (streamed as
+//     argument fragments, finish_reason "tool_calls"), a Responses
+//     function_call output item after a message item (streamed as
+//     function_call_arguments deltas) or a Gemini functionCall part after
+//     a text part. A request that declares no tool Name gets the text
+//     ToolTurnUndeclared(Name) instead.
 //  2. The answer. A request whose last message carries the result of a
 //     call of Name made in the message before it (an Anthropic
 //     tool_result block whose tool_use_id names a tool_use of Name; an
 //     OpenAI role "tool" message whose tool_call_id names a tool_calls
-//     entry of Name) is answered with the text FinalText when the
-//     result's text contains Expect, and with ToolTurnMismatch(Name,
-//     Expect, result) when it does not.
+//     entry of Name; a Responses function_call_output whose call_id names
+//     a function_call of Name; a Gemini functionResponse of Name after a
+//     content with a functionCall of Name) is answered with the text
+//     FinalText when the result's text contains Expect, and with
+//     ToolTurnMismatch(Name, Expect, result) when it does not. A Gemini
+//     result's text is the string values of its response object, one a
+//     line.
 //
 // Messages with role "system" or "developer" are skipped when the mock
 // looks for the last message. Any other request gets the usual reply.
@@ -287,4 +295,84 @@ func chatToolNames(req chatRequest) []string {
 		}
 	}
 	return out
+}
+
+// geminiTurnMessages reduces a GenerateContentRequest to the turn's view.
+// Contents with role "user", "function" or none are user messages, "model"
+// ones assistant messages. Gemini's calls and responses need not carry
+// ids, so both are matched by function name. Bodies it cannot read give
+// no messages.
+func geminiTurnMessages(body []byte) []turnMessage {
+	var req struct {
+		Contents []struct {
+			Role  string `json:"role"`
+			Parts []struct {
+				Text         *string `json:"text"`
+				FunctionCall *struct {
+					Name string `json:"name"`
+				} `json:"functionCall"`
+				FunctionResponse *struct {
+					Name     string          `json:"name"`
+					Response json.RawMessage `json:"response"`
+				} `json:"functionResponse"`
+			} `json:"parts"`
+		} `json:"contents"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return nil
+	}
+	var out []turnMessage
+	for _, c := range req.Contents {
+		tm := turnMessage{role: "user", calls: map[string]string{}}
+		if c.Role == "model" {
+			tm.role = "assistant"
+		}
+		var text strings.Builder
+		for _, p := range c.Parts {
+			switch {
+			case p.Text != nil:
+				text.WriteString(*p.Text)
+				text.WriteByte('\n')
+			case p.FunctionCall != nil:
+				tm.calls[p.FunctionCall.Name] = p.FunctionCall.Name
+			case p.FunctionResponse != nil:
+				tm.results = append(tm.results, turnResult{id: p.FunctionResponse.Name, text: jsonStrings(p.FunctionResponse.Response)})
+			}
+		}
+		tm.text = text.String()
+		out = append(out, tm)
+	}
+	return out
+}
+
+// jsonStrings returns the string values inside a JSON value, depth first
+// in key order, one a line.
+func jsonStrings(raw json.RawMessage) string {
+	var v interface{}
+	if json.Unmarshal(raw, &v) != nil {
+		return ""
+	}
+	var lines []string
+	var walk func(interface{})
+	walk = func(v interface{}) {
+		switch x := v.(type) {
+		case string:
+			lines = append(lines, x)
+		case []interface{}:
+			for _, e := range x {
+				walk(e)
+			}
+		case map[string]interface{}:
+			keys := make([]string, 0, len(x))
+			for k := range x {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				walk(x[k])
+			}
+		}
+	}
+	walk(v)
+	return strings.Join(lines, "\n")
 }

@@ -1,6 +1,7 @@
 // Command mockupstream serves the deterministic mock upstream (package
-// mockupstream) on a loopback address until interrupted: the OpenAI routes,
-// the Anthropic Messages API (/v1/messages; GET /v1/models answers in the
+// mockupstream) on a loopback address until interrupted: the OpenAI routes
+// (the Responses API's POST /v1/responses among them), the Anthropic
+// Messages API (/v1/messages; GET /v1/models answers in the
 // Anthropic shape when the request carries anthropic-version) and the
 // Gemini v1beta API (/v1beta/models/...), all on the same address. -models
 // sets the OpenAI list; the Anthropic and Gemini lists are the package
