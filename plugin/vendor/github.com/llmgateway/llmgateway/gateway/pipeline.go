@@ -228,7 +228,7 @@ func translateContext(c *call, upstreamModel string) translate.Context {
 		RequestedModel: c.req.model,
 		UpstreamModel:  upstreamModel,
 		Created:        time.Now().Unix(),
-		IncludeUsage:   c.req.includeUsage,
+		IncludeUsage:   c.req.includeUsage || c.req.hubUsage,
 		IDFallback:     c.format.idPrefix + randomHex(12),
 	}
 }
