@@ -352,6 +352,7 @@ func TestYaegiInterpreterTranslate(t *testing.T) {
 	defer front.Close()
 	runTranslateScenarios(t, front.URL, up)
 	runMessagesScenarios(t, front.URL, up)
+	runInboundScenarios(t, front.URL)
 	if t.Failed() {
 		t.Logf("interpreter output:\n%s", p.output.String())
 	}
@@ -368,5 +369,6 @@ func TestRealTraefikTranslate(t *testing.T) {
 	rt := startRealTraefik(t, bin, translateConfig(up.srv.URL), dummy.URL)
 	runTranslateScenarios(t, rt.base, up)
 	runMessagesScenarios(t, rt.base, up)
+	runInboundScenarios(t, rt.base)
 	assert.Zero(t, dummyHits.hits.Load(), "the gateway's routes must not reach the router's service")
 }
