@@ -188,3 +188,45 @@ func TestOllamaRoutesThroughHub(t *testing.T) {
 		feed.next(t)
 	}
 }
+
+// responsesApi "native": /v1/responses goes to the provider as it is
+// (only the model rewritten) and its answer — whole or streamed — is
+// relayed untouched; without it the provider gets chat completions.
+func TestResponsesNative(t *testing.T) {
+	const answer = `{"id":"resp_1","object":"response","status":"completed","model":"m1","output":[],"usage":{"input_tokens":3,"output_tokens":2,"total_tokens":5}}`
+	const stream = "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0}\n\n" +
+		"event: response.completed\ndata: {\"type\":\"response.completed\",\"sequence_number\":1,\"response\":{\"id\":\"resp_1\",\"usage\":{\"input_tokens\":3,\"output_tokens\":2,\"total_tokens\":5}}}\n\n"
+	up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.URL.Path != "/v1/responses" {
+			http.Error(w, "not here", http.StatusTeapot)
+			return
+		}
+		if strings.Contains(string(body), `"stream":true`) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, stream)
+			return
+		}
+		okJSON(answer)(w, r)
+	})
+	cfg := strings.Replace(standardConfig(up.URL), `"models": ["m1", "m2"]`, `"models": ["m1", "m2"], "responsesApi": "native"`, 1)
+	cfg = strings.Replace(cfg, `"groups"`, `"modelAliases": {"codex-model": "m1"}, "groups"`, 1)
+	base, feed := recordingGateway(t, cfg, nil)
+	resp, body := send(t, base, testRequest{method: "POST", path: "/v1/responses", headers: bearer(testAliceKey), body: `{"model":"codex-model","input":"hi"}`})
+	if resp.StatusCode != 200 || body != answer {
+		t.Fatalf("native: %d %s", resp.StatusCode, body)
+	}
+	if got := up.last(t); string(got.body) != `{"model":"m1","input":"hi"}` {
+		t.Fatalf("upstream body %s", got.body)
+	}
+	if rec := feed.next(t); rec.route != "responses" || rec.format != "responses" || rec.usage.PromptTokens != 3 || rec.usage.CompletionTokens != 2 {
+		t.Fatalf("record %+v", rec)
+	}
+	resp, body = send(t, base, testRequest{method: "POST", path: "/v1/responses", headers: bearer(testAliceKey), body: `{"model":"m1","input":"hi","stream":true}`})
+	if resp.StatusCode != 200 || body != stream {
+		t.Fatalf("native stream: %d %q", resp.StatusCode, body)
+	}
+	if rec := feed.next(t); rec.errorCode != "" || rec.usage.PromptTokens != 3 {
+		t.Fatalf("stream record %+v", rec)
+	}
+}

@@ -34,6 +34,9 @@ type usageEnvelope struct {
 	Message       *struct {
 		Usage *wireUsage `json:"usage"`
 	} `json:"message"` // Anthropic message_start
+	Response *struct {
+		Usage *wireUsage `json:"usage"`
+	} `json:"response"` // an OpenAI Responses stream's response.completed
 }
 
 // UsageFromJSON reads the usage a provider reported in one JSON document
@@ -60,6 +63,9 @@ func usageFromJSON(data []byte, u *Usage) {
 	}
 	if wu == nil && env.Message != nil {
 		wu = env.Message.Usage
+	}
+	if wu == nil && env.Response != nil {
+		wu = env.Response.Usage
 	}
 	if wu == nil {
 		return
