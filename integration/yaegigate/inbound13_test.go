@@ -6,9 +6,11 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
+	ollama "github.com/ollama/ollama/api"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
@@ -88,5 +90,59 @@ func runInboundScenarios(t *testing.T, front string) {
 			assert.Equal(t, chatReply(), text.String())
 			assert.Greater(t, lines, 2)
 		})
+		t.Run("ollama client "+model, func(t *testing.T) {
+			u, err := url.Parse(front)
+			require.NoError(t, err)
+			oc := ollama.NewClient(u, &http.Client{Timeout: requestTimeout, Transport: ollamaBearer{}})
+			ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+			defer cancel()
+			msgs := []ollama.Message{{Role: "user", Content: "hello ollama"}}
+			for _, stream := range []bool{true, false} {
+				stream := stream
+				var text strings.Builder
+				var last ollama.ChatResponse
+				require.NoError(t, oc.Chat(ctx, &ollama.ChatRequest{Model: model, Messages: msgs, Stream: &stream}, func(r ollama.ChatResponse) error {
+					text.WriteString(r.Message.Content)
+					last = r
+					return nil
+				}))
+				assert.Equal(t, chatReply(), text.String(), "stream %v", stream)
+				assert.True(t, last.Done, "stream %v", stream)
+				assert.Equal(t, "stop", last.DoneReason, "stream %v", stream)
+				assert.Positive(t, last.EvalCount, "stream %v", stream)
+			}
+			var gen strings.Builder
+			require.NoError(t, oc.Generate(ctx, &ollama.GenerateRequest{Model: model, Prompt: "hello"}, func(r ollama.GenerateResponse) error {
+				gen.WriteString(r.Response)
+				return nil
+			}))
+			assert.Equal(t, chatReply(), gen.String())
+			tags, err := oc.List(ctx)
+			require.NoError(t, err)
+			var names []string
+			for _, m := range tags.Models {
+				names = append(names, m.Name)
+			}
+			assert.Contains(t, names, model)
+			show, err := oc.Show(ctx, &ollama.ShowRequest{Model: model})
+			require.NoError(t, err)
+			assert.NotEmpty(t, show.Capabilities)
+			if model == upstreamModel {
+				emb, err := oc.Embed(ctx, &ollama.EmbedRequest{Model: model, Input: "embed me"})
+				require.NoError(t, err)
+				require.Len(t, emb.Embeddings, 1)
+				assert.NotEmpty(t, emb.Embeddings[0])
+			}
+		})
 	}
+}
+
+// ollamaBearer adds the gateway key to the Ollama client's requests (it
+// has no key option of its own).
+type ollamaBearer struct{}
+
+func (ollamaBearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+userKey)
+	return http.DefaultTransport.RoundTrip(r)
 }
