@@ -1,6 +1,8 @@
 package translate
 
 import (
+	"net/http"
+
 	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 	"github.com/llmgateway/llmgateway/gateway/internal/sse"
 )
@@ -61,4 +63,14 @@ type StreamTranslator interface {
 	Finish(out []Payload) ([]Payload, *apierr.Error)
 	// Usage reports the usage seen so far.
 	Usage() Usage
+}
+
+// errHubStreamTruncated is the error of a hub stream (an OpenAI upstream's
+// chunks) that ended before a finish reason or [DONE]: what every
+// translator from the hub to another client shape reports.
+func errHubStreamTruncated() *apierr.Error {
+	e := apierr.New(http.StatusBadGateway, "server_error", "upstream_stream_truncated",
+		"the provider's stream ended before a finish reason or [DONE]")
+	e.Class = apierr.ClassTruncated
+	return e
 }

@@ -3,7 +3,6 @@ package translate
 import (
 	"bytes"
 	"encoding/json"
-	"net/http"
 	"strings"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
@@ -167,9 +166,7 @@ func (s *responsesOutStream) Finish(out []Payload) ([]Payload, *apierr.Error) {
 		return out, nil
 	}
 	if !s.finished {
-		e := apierr.New(http.StatusBadGateway, "server_error", "upstream_stream_truncated",
-			"the provider's stream ended before a finish reason or [DONE]")
-		e.Class = apierr.ClassTruncated
+		e := errHubStreamTruncated()
 		return responsesOutFailed(s, e, out), e
 	}
 	return responsesOutClose(s, out), nil

@@ -3,7 +3,6 @@ package translate
 import (
 	"bytes"
 	"encoding/json"
-	"net/http"
 	"strconv"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
@@ -147,9 +146,7 @@ func (s *anthropicOutStream) Finish(out []Payload) ([]Payload, *apierr.Error) {
 		return out, nil
 	}
 	if !s.finished {
-		e := apierr.New(http.StatusBadGateway, "server_error", "upstream_stream_truncated",
-			"the provider's stream ended before a finish reason or [DONE]")
-		e.Class = apierr.ClassTruncated
+		e := errHubStreamTruncated()
 		return out, e
 	}
 	return anthropicOutClose(s, out), nil

@@ -3,7 +3,6 @@ package translate
 import (
 	"bytes"
 	"encoding/json"
-	"net/http"
 	"time"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
@@ -137,13 +136,11 @@ func (s *ollamaOutStream) Usage() Usage {
 // ollamaTruncated is the 502 for a stream cut short; from is the inner
 // translator's own error for it, when there is one.
 func ollamaTruncated(from *apierr.Error) *apierr.Error {
-	e := apierr.New(http.StatusBadGateway, "server_error", "upstream_stream_truncated",
-		"the provider's stream ended before a finish reason or [DONE]")
+	e := errHubStreamTruncated()
 	if from != nil {
 		e.Message = from.Message
 		e.Cause = from.Cause
 	}
-	e.Class = apierr.ClassTruncated
 	return e
 }
 
