@@ -69,14 +69,14 @@ func worstCost(g *Gateway, candidates []candidate, prompt, output int64) int64 {
 
 // reservationFor is a unified-route request's worst case: the prompt
 // estimate, ceil(body bytes / 4), plus its output cap (none for
-// embeddings), in tokens, and that at the dearest candidate's price.
+// embedding routes), in tokens, and that at the dearest candidate's price.
 func reservationFor(c *call) (int64, int64) {
 	if !c.user.budgeted || !c.route.priced {
 		return 0, 0
 	}
 	prompt := int64((len(c.req.raw) + 3) / 4)
 	var output int64
-	if c.route.op != opEmbeddings {
+	if !c.route.noOutput {
 		output = outputCap(c.req.maxOutputTokens, maxOutputTokens(c.g, c.target))
 	}
 	var cost int64

@@ -50,6 +50,9 @@ type route struct {
 	// priced: tokens and cost are accounted (and a cost budget needs the
 	// model's price). Unpriced routes are request-counted only.
 	priced bool
+	// noOutput: the route generates no output tokens (embeddings): its
+	// reservation is the prompt estimate alone.
+	noOutput bool
 	// unlimited: the limit stage is skipped (the request is neither
 	// counted nor refused by a limit; count_tokens, which Claude Code
 	// sends by the dozen).
@@ -65,7 +68,7 @@ var routeTable = []*route{
 	{path: "/v1/chat/completions", method: http.MethodPost, format: openAIFormat, op: opChat, name: "chat/completions",
 		body: bodyJSON, maxBodyBytes: maxUnifiedRequestBytes, cacheable: true, priced: true},
 	{path: "/v1/embeddings", method: http.MethodPost, format: openAIFormat, op: opEmbeddings, name: "embeddings",
-		body: bodyJSON, maxBodyBytes: maxUnifiedRequestBytes, cacheable: true, priced: true},
+		body: bodyJSON, maxBodyBytes: maxUnifiedRequestBytes, cacheable: true, priced: true, noOutput: true},
 	{path: "/v1/images/generations", method: http.MethodPost, format: openAIFormat, op: opImages, name: "images",
 		body: bodyJSON, maxBodyBytes: maxMediaRequestBytes},
 	{path: "/v1/audio/speech", method: http.MethodPost, format: openAIFormat, op: opSpeech, name: "audio/speech",
@@ -83,9 +86,9 @@ var routeTable = []*route{
 	{path: "/api/generate", method: http.MethodPost, format: ollamaFormat, op: opOllamaGenerate, name: "ollama/generate",
 		body: bodyJSON, maxBodyBytes: maxUnifiedRequestBytes, cacheable: true, priced: true},
 	{path: "/api/embed", method: http.MethodPost, format: ollamaFormat, op: opOllamaEmbed, name: "ollama/embed",
-		body: bodyJSON, maxBodyBytes: maxUnifiedRequestBytes, cacheable: true, priced: true},
+		body: bodyJSON, maxBodyBytes: maxUnifiedRequestBytes, cacheable: true, priced: true, noOutput: true},
 	{path: "/api/embeddings", method: http.MethodPost, format: ollamaFormat, op: opOllamaEmbeddings, name: "ollama/embeddings",
-		body: bodyJSON, maxBodyBytes: maxUnifiedRequestBytes, cacheable: true, priced: true},
+		body: bodyJSON, maxBodyBytes: maxUnifiedRequestBytes, cacheable: true, priced: true, noOutput: true},
 }
 
 // passthroughRoute is the accounting row of native passthrough: any
