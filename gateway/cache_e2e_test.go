@@ -155,3 +155,26 @@ func TestResponseCacheMessages(t *testing.T) {
 		t.Fatalf("chat after messages: %d %q", status, hdr.Get("X-Llmgw-Cache"))
 	}
 }
+
+// One body can be a valid request to several routes: each route's
+// answers are cached apart, never served to another route's client.
+func TestResponseCacheKeepsRoutesApart(t *testing.T) {
+	up := newFakeUpstream(t, okJSON(chatOK))
+	base := cachingGateway(t, up.URL, newCacheTestStore(), &usageLog{})
+	body := `{"model":"m1","stream":false,"messages":[{"role":"user","content":"hi"}]}`
+	for _, tc := range []struct{ path, shape string }{
+		{"/v1/chat/completions", `"object":"chat.completion"`},
+		{"/v1/messages", `"type":"message"`},
+		{"/api/chat", `"done":true`},
+	} {
+		for i, want := range []string{"miss", "hit"} {
+			resp, got := send(t, base, testRequest{method: "POST", path: tc.path, body: body, headers: bearer(testAliceKey)})
+			if resp.StatusCode != 200 || resp.Header.Get("X-Llmgw-Cache") != want || !strings.Contains(got, tc.shape) {
+				t.Fatalf("%s #%d: %d %q %s, want %s in its own shape", tc.path, i, resp.StatusCode, resp.Header.Get("X-Llmgw-Cache"), got, want)
+			}
+		}
+	}
+	if up.count() != 3 {
+		t.Fatalf("upstream calls %d, want one per route", up.count())
+	}
+}

@@ -19,8 +19,14 @@ func serveCached(c *call) bool {
 // under Yaegi a call pays for every local of the callee, run or not).
 func lookupCached(c *call) bool {
 	g := c.g
-	endpoint := cacheEndpointChat
-	if c.route.op == opEmbeddings {
+	// The endpoint keeps each route's answers apart: one body can be a
+	// valid request to several routes (chat, /v1/messages, /api/chat),
+	// whose answers have different shapes.
+	endpoint := c.route.name
+	switch c.route.op {
+	case opChat:
+		endpoint = cacheEndpointChat
+	case opEmbeddings:
 		endpoint = cacheEndpointEmbeddings
 	}
 	key, ok := cacheKey(c.target.provider.name, c.target.model, c.req.model, endpoint, c.req.raw)

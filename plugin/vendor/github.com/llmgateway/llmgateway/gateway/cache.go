@@ -167,13 +167,13 @@ func compileGroupCache(group string, gc *GroupConfig, global cacheSettings, cach
 // whitespace vanish, while numbers keep their text ("1.0" and "1" are
 // different keys: a miss, never a wrong answer).
 //
-// It returns false (never cacheable) when endpoint is not "chat" or
-// "embeddings", when body is not exactly one JSON object, or when a
+// It returns false (never cacheable) when endpoint is not "chat",
+// "embeddings" or another cacheable route's name, when body is not exactly one JSON object, or when a
 // decoded string holds U+FFFD: invalid UTF-8 and lone-surrogate escapes
 // decode to U+FFFD, so two different bodies could otherwise canonicalize
 // the same.
 func cacheKey(provider, upstreamModel, requestedModel, endpoint string, body []byte) (string, bool) {
-	if endpoint != cacheEndpointChat && endpoint != cacheEndpointEmbeddings {
+	if !cacheableEndpoint(endpoint) {
 		return "", false
 	}
 	canonical, ok := canonicalCacheBody(body)
@@ -396,4 +396,14 @@ func (c *responseCache) storeError(ctx context.Context, op string, err error) {
 		return
 	}
 	c.log.warnf("response cache: store %s failed, treated as a miss: %v", op, err)
+}
+
+// cacheableEndpoint reports whether endpoint names answers the cache may
+// hold: chat, embeddings, and every other cacheable route, by its name.
+func cacheableEndpoint(endpoint string) bool {
+	if endpoint == cacheEndpointChat || endpoint == cacheEndpointEmbeddings {
+		return true
+	}
+	rt := routesByName[endpoint]
+	return rt != nil && rt.cacheable
 }

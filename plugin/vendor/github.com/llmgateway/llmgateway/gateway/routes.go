@@ -99,8 +99,20 @@ var passthroughRoute = &route{path: "/{provider}/", format: openAIFormat, name: 
 // defaultFormat answers what matches no route and the model listing.
 var defaultFormat = openAIFormat
 
-// routesByPath indexes routeTable (built once; routes never change).
-var routesByPath = indexRoutes(routeTable)
+// routesByPath indexes routeTable (built once; routes never change);
+// routesByName by their names.
+var (
+	routesByPath = indexRoutes(routeTable)
+	routesByName = indexRouteNames(routeTable)
+)
+
+func indexRouteNames(table []*route) map[string]*route {
+	m := make(map[string]*route, len(table))
+	for i := 0; i < len(table); i++ {
+		m[table[i].name] = table[i]
+	}
+	return m
+}
 
 func indexRoutes(table []*route) map[string]*route {
 	m := make(map[string]*route, len(table))
