@@ -69,12 +69,17 @@ func exchangeDone(x *exchange) {
 // failure-table row allows retry is tried again on the same candidate
 // after the retry wait; one whose row allows failover moves on to the
 // next candidate; any other ends the walk. All of it happens before any
-// byte reached the client. With failover off (today) the walk holds the
-// first candidate only. A failed attempt's body is drained and
-// discarded, never parsed for usage.
+// byte reached the client. Without failover (the default) the walk holds
+// the first candidate only (callCandidates); the attempt budget is the
+// candidates × (1 + retry.attempts), at most maxUpstreamAttempts. A
+// failed attempt's body is drained and discarded, never parsed for
+// usage.
 func sendUpstream(c *call) (*exchange, *outbound, *apiError) {
-	cands := c.target.candidates[:1] // failover off: the first candidate only
-	budget := 1 + c.g.cfg.retry.retries
+	cands := callCandidates(c)
+	budget := len(cands) * (1 + c.g.cfg.retry.retries)
+	if budget > c.g.cfg.maxAttempts {
+		budget = c.g.cfg.maxAttempts
+	}
 	var last *apiError
 	var lastOut *outbound
 	for i := 0; i < len(cands) && c.rec.attempts < budget; i++ {
@@ -100,6 +105,9 @@ func sendUpstream(c *call) (*exchange, *outbound, *apiError) {
 		last, lastOut = e, o
 		if !policy(e).failover || c.r.Context().Err() != nil {
 			break
+		}
+		if i+1 < len(cands) && c.rec.attempts < budget {
+			c.g.failoverLog.moved(c.g, cand, cands[i+1], e)
 		}
 	}
 	return nil, lastOut, last
@@ -127,7 +135,7 @@ func tryCandidate(c *call, o *outbound, budget int) (*exchange, *apiError) {
 			// that answer, and no retry is made for it.
 			return nil, exchangeFailure(o.provider.name, nil, c.r.Context(), err)
 		}
-		if !policy(e).retry || c.rec.attempts >= budget {
+		if !policy(e).retry || retry >= g.cfg.retry.retries || c.rec.attempts >= budget {
 			return nil, e
 		}
 		last = e

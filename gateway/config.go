@@ -40,6 +40,11 @@ type Config struct {
 	// Retry enables same-provider retry of transient upstream failures on
 	// the unified and media routes. Default: off (one attempt).
 	Retry *RetryConfig `json:"retry"`
+	// Failover opts in to cross-provider failover (failover.go).
+	Failover *FailoverConfig `json:"failover"`
+	// MaxUpstreamAttempts bounds one request's outbound attempts, every
+	// retry on every failover candidate included (default 6, 1–40).
+	MaxUpstreamAttempts int `json:"maxUpstreamAttempts"`
 	// MaxInFlightBodyRequests caps how many unified/media requests may be
 	// reading and decoding their body at once (0: self-tuned from
 	// GOMAXPROCS; larger than 10000 is clamped to 10000).

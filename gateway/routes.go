@@ -50,6 +50,9 @@ type route struct {
 	// priced: tokens and cost are accounted (and a cost budget needs the
 	// model's price). Unpriced routes are request-counted only.
 	priced bool
+	// failover: a failed first candidate may be replaced by another
+	// (failover.enabled).
+	failover bool
 	// noOutput: the route generates no output tokens (embeddings): its
 	// reservation is the prompt estimate alone.
 	noOutput bool
@@ -66,9 +69,9 @@ const maxMediaRequestBytes = 10 << 20
 // it, in that order.
 var routeTable = []*route{
 	{path: "/v1/chat/completions", method: http.MethodPost, format: openAIFormat, op: opChat, name: "chat/completions",
-		body: bodyJSON, maxBodyBytes: maxUnifiedRequestBytes, cacheable: true, priced: true},
+		body: bodyJSON, maxBodyBytes: maxUnifiedRequestBytes, cacheable: true, priced: true, failover: true},
 	{path: "/v1/embeddings", method: http.MethodPost, format: openAIFormat, op: opEmbeddings, name: "embeddings",
-		body: bodyJSON, maxBodyBytes: maxUnifiedRequestBytes, cacheable: true, priced: true, noOutput: true},
+		body: bodyJSON, maxBodyBytes: maxUnifiedRequestBytes, cacheable: true, priced: true, noOutput: true, failover: true},
 	{path: "/v1/images/generations", method: http.MethodPost, format: openAIFormat, op: opImages, name: "images",
 		body: bodyJSON, maxBodyBytes: maxMediaRequestBytes},
 	{path: "/v1/audio/speech", method: http.MethodPost, format: openAIFormat, op: opSpeech, name: "audio/speech",
@@ -76,19 +79,19 @@ var routeTable = []*route{
 	{path: "/v1/audio/transcriptions", method: http.MethodPost, format: openAIFormat, op: opTranscriptions, name: "audio/transcriptions",
 		body: bodyMultipart, maxBodyBytes: maxMediaRequestBytes},
 	{path: "/v1/messages", method: http.MethodPost, format: anthropicFormat, op: opMessages, name: "messages",
-		body: bodyJSON, maxBodyBytes: maxUnifiedRequestBytes, cacheable: true, priced: true},
+		body: bodyJSON, maxBodyBytes: maxUnifiedRequestBytes, cacheable: true, priced: true, failover: true},
 	{path: "/v1/messages/count_tokens", method: http.MethodPost, format: anthropicFormat, op: opCountTokens, name: "messages/count_tokens",
 		body: bodyJSON, maxBodyBytes: maxUnifiedRequestBytes, unlimited: true},
 	{path: "/v1/responses", method: http.MethodPost, format: responsesFormat, op: opResponses, name: "responses",
-		body: bodyJSON, maxBodyBytes: maxUnifiedRequestBytes, cacheable: true, priced: true},
+		body: bodyJSON, maxBodyBytes: maxUnifiedRequestBytes, cacheable: true, priced: true, failover: true},
 	{path: "/api/chat", method: http.MethodPost, format: ollamaFormat, op: opOllamaChat, name: "ollama/chat",
-		body: bodyJSON, maxBodyBytes: maxUnifiedRequestBytes, cacheable: true, priced: true},
+		body: bodyJSON, maxBodyBytes: maxUnifiedRequestBytes, cacheable: true, priced: true, failover: true},
 	{path: "/api/generate", method: http.MethodPost, format: ollamaFormat, op: opOllamaGenerate, name: "ollama/generate",
-		body: bodyJSON, maxBodyBytes: maxUnifiedRequestBytes, cacheable: true, priced: true},
+		body: bodyJSON, maxBodyBytes: maxUnifiedRequestBytes, cacheable: true, priced: true, failover: true},
 	{path: "/api/embed", method: http.MethodPost, format: ollamaFormat, op: opOllamaEmbed, name: "ollama/embed",
-		body: bodyJSON, maxBodyBytes: maxUnifiedRequestBytes, cacheable: true, priced: true, noOutput: true},
+		body: bodyJSON, maxBodyBytes: maxUnifiedRequestBytes, cacheable: true, priced: true, noOutput: true, failover: true},
 	{path: "/api/embeddings", method: http.MethodPost, format: ollamaFormat, op: opOllamaEmbeddings, name: "ollama/embeddings",
-		body: bodyJSON, maxBodyBytes: maxUnifiedRequestBytes, cacheable: true, priced: true, noOutput: true},
+		body: bodyJSON, maxBodyBytes: maxUnifiedRequestBytes, cacheable: true, priced: true, noOutput: true, failover: true},
 }
 
 // passthroughRoute is the accounting row of native passthrough: any

@@ -133,6 +133,8 @@ type compiledConfig struct {
 	breaker            breakerSettings
 	modelMeta          map[string]*ModelMetaConfig
 	retry              retrySettings
+	failover           failoverSettings
+	maxAttempts        int // maxUpstreamAttempts
 	redis              *redisSettings // nil: no Redis
 	allowUnpriced      bool
 	trustedProxies     []*net.IPNet // whose X-Forwarded-For names the client (auth throttling)
@@ -160,6 +162,12 @@ func compileConfig(cfg *Config) (*compiledConfig, error) {
 		return nil, err
 	}
 	if c.retry, err = compileRetry(cfg.Retry); err != nil {
+		return nil, err
+	}
+	if c.failover, err = compileFailover(cfg.Failover); err != nil {
+		return nil, err
+	}
+	if c.maxAttempts, err = compileMaxUpstreamAttempts(cfg.MaxUpstreamAttempts); err != nil {
 		return nil, err
 	}
 	if c.redis, err = compileRedis(cfg.Redis); err != nil {

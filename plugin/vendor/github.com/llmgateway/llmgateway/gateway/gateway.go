@@ -30,22 +30,23 @@ type Options struct {
 // passthroughUnknown is set) or answers 404. Build one with New; it is
 // safe for concurrent use.
 type Gateway struct {
-	next      http.Handler
-	cfg       *compiledConfig
-	log       *logger
-	users     *userDirectory
-	warnings  *warningLog
-	registry  atomic.Value // *modelRegistry
-	discovery *discoverer
-	rebuildMu sync.Mutex
-	transport *http.Transport
-	admission *bodyAdmission
-	throttle  *authThrottle // failed authentications per client address
-	limiter   *limiter
-	pricer    *pricer
-	redis     *store.Redis   // nil: no Redis
-	cache     *responseCache // nil: no response cache
-	started   time.Time
+	next        http.Handler
+	cfg         *compiledConfig
+	log         *logger
+	users       *userDirectory
+	warnings    *warningLog
+	registry    atomic.Value // *modelRegistry
+	discovery   *discoverer
+	rebuildMu   sync.Mutex
+	transport   *http.Transport
+	admission   *bodyAdmission
+	throttle    *authThrottle // failed authentications per client address
+	limiter     *limiter
+	pricer      *pricer
+	redis       *store.Redis   // nil: no Redis
+	cache       *responseCache // nil: no response cache
+	started     time.Time
+	failoverLog failoverLog
 	// keepaliveEvery is the silence after which a translated stream gets
 	// its format's keepalive event (keepaliveEvery; tests shorten it).
 	keepaliveEvery time.Duration

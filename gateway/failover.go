@@ -1,0 +1,148 @@
+package gateway
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Cross-provider failover (off by default): a request for a bare model
+// id — or an alias whose target is one — may move to another authorized
+// provider serving that id when its first candidate fails with anything
+// but a 400, before any byte reached the client, and only to a candidate
+// no dearer than the first on both input and output price (the cost
+// guard). An explicit provider/model has one candidate and is never
+// substituted.
+
+// FailoverConfig turns failover on.
+type FailoverConfig struct {
+	// Enabled opts in (default false).
+	Enabled bool `json:"enabled"`
+	// MaxAttempts is how many candidates one request may try, the first
+	// included (default 3, 1–10).
+	MaxAttempts int `json:"maxAttempts"`
+}
+
+// failoverSettings is FailoverConfig validated.
+type failoverSettings struct {
+	enabled     bool
+	maxAttempts int
+}
+
+const (
+	defaultFailoverAttempts = 3
+	maxFailoverAttempts     = 10
+	// defaultMaxUpstreamAttempts bounds one request's outbound attempts,
+	// every retry on every candidate included (maxUpstreamAttempts).
+	defaultMaxUpstreamAttempts = 6
+	maxMaxUpstreamAttempts     = 40
+)
+
+func compileFailover(fc *FailoverConfig) (failoverSettings, error) {
+	s := failoverSettings{maxAttempts: defaultFailoverAttempts}
+	if fc == nil {
+		return s, nil
+	}
+	s.enabled = fc.Enabled
+	if fc.MaxAttempts != 0 {
+		if fc.MaxAttempts < 1 || fc.MaxAttempts > maxFailoverAttempts {
+			return s, fmt.Errorf("config: failover.maxAttempts: %d is out of range (1-%d candidates, the first included)", fc.MaxAttempts, maxFailoverAttempts)
+		}
+		s.maxAttempts = fc.MaxAttempts
+	}
+	return s, nil
+}
+
+func compileMaxUpstreamAttempts(n int) (int, error) {
+	if n == 0 {
+		return defaultMaxUpstreamAttempts, nil
+	}
+	if n < 1 || n > maxMaxUpstreamAttempts {
+		return 0, fmt.Errorf("config: maxUpstreamAttempts: %d is out of range (1-%d)", n, maxMaxUpstreamAttempts)
+	}
+	return n, nil
+}
+
+// callCandidates is the candidates a call may walk, in order: the first
+// alone without failover (or on a route without it); with it, the first
+// and then every other candidate the cost guard allows, at most
+// failover.maxAttempts in all.
+func callCandidates(c *call) []candidate {
+	all := c.target.candidates
+	f := c.g.cfg.failover
+	if !f.enabled || !c.route.failover || len(all) < 2 {
+		return all[:1]
+	}
+	out := make([]candidate, 1, f.maxAttempts)
+	out[0] = all[0]
+	for i := 1; i < len(all) && len(out) < f.maxAttempts; i++ {
+		if costAllowed(c.g, all[0], all[i]) {
+			out = append(out, all[i])
+			continue
+		}
+		c.g.failoverLog.skipped(c.g, all[0], all[i])
+	}
+	return out
+}
+
+// costAllowed is the cost guard: cand may stand in for first only when
+// it is no dearer on input and on output per token. Prices resolve as
+// billing resolves them (pricing overrides, then the built-in tables),
+// never through modelMeta (its free flag included). Unknown is never
+// free: a known-priced first refuses an unknown-priced candidate; an
+// unknown-priced first refuses a candidate with a known non-zero price;
+// both unknown, or both known zero, are equal.
+func costAllowed(g *Gateway, first, cand candidate) bool {
+	fp, fsrc := g.pricer.listPrice(first.provider.name, first.model)
+	cp, csrc := g.pricer.listPrice(cand.provider.name, cand.model)
+	fKnown, cKnown := fsrc != priceSourceUnpriced, csrc != priceSourceUnpriced
+	switch {
+	case fKnown && !cKnown:
+		return false
+	case !fKnown && cKnown:
+		return cp.inputPerMTokMicroUSD == 0 && cp.outputPerMTokMicroUSD == 0
+	case !fKnown && !cKnown:
+		return true
+	}
+	return cp.inputPerMTokMicroUSD <= fp.inputPerMTokMicroUSD && cp.outputPerMTokMicroUSD <= fp.outputPerMTokMicroUSD
+}
+
+// failoverLog writes the failover lines: a failover past a 404 always
+// (it usually means a configuration mistake), the routine line at most
+// once per 30 s with the count of lines suppressed since.
+type failoverLog struct {
+	mu         sync.Mutex
+	last       time.Time
+	suppressed int
+}
+
+const failoverLogEvery = 30 * time.Second
+
+func (f *failoverLog) moved(g *Gateway, from, to candidate, e *apiError) {
+	if e.Status == http.StatusNotFound {
+		g.log.warnf("failover past a 404: provider %q answered 404 for model %q; trying provider %q (model %q) — check the configuration",
+			from.provider.name, from.model, to.provider.name, to.model)
+		return
+	}
+	f.mu.Lock()
+	now := time.Now()
+	if !f.last.IsZero() && now.Sub(f.last) < failoverLogEvery {
+		f.suppressed++
+		f.mu.Unlock()
+		return
+	}
+	n := f.suppressed
+	f.last, f.suppressed = now, 0
+	f.mu.Unlock()
+	if n > 0 {
+		g.log.warnf("failover: %d more failover lines were suppressed in the last %s", n, failoverLogEvery)
+	}
+	g.log.warnf("failing over from provider %q to %q for model %q: %s", from.provider.name, to.provider.name, from.model, e.Error())
+}
+
+func (f *failoverLog) skipped(g *Gateway, first, cand candidate) {
+	g.warnings.warnOnce("failover-cost:"+first.provider.name+"/"+first.model+">"+cand.provider.name+"/"+cand.model,
+		"failover: provider %q (model %q) is never a failover candidate for provider %q: it is dearer or its price is unknown (cost guard)",
+		cand.provider.name, cand.model, first.provider.name)
+}
