@@ -134,7 +134,7 @@ type compiledConfig struct {
 	modelMeta          map[string]*ModelMetaConfig
 	retry              retrySettings
 	failover           failoverSettings
-	maxAttempts        int // maxUpstreamAttempts
+	maxAttempts        int            // maxUpstreamAttempts
 	redis              *redisSettings // nil: no Redis
 	allowUnpriced      bool
 	trustedProxies     []*net.IPNet // whose X-Forwarded-For names the client (auth throttling)
