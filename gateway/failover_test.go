@@ -122,3 +122,29 @@ func TestFailoverConfig(t *testing.T) {
 		}
 	}
 }
+
+// One attempt budget per request: retries on every candidate count, and
+// maxUpstreamAttempts bounds them all.
+func TestFailoverAttemptBudget(t *testing.T) {
+	var s atomic.Int64
+	s.Store(503)
+	a, aCalls := statusUpstream(t, &s)
+	b, bCalls := statusUpstream(t, &s)
+	retry := `"retry": {"enabled": true, "attempts": 3, "backoff": "1ms"}, "failover": {"enabled": true},`
+	for _, tc := range []struct {
+		extra string
+		want  int64
+	}{
+		{"", 6},                           // 2 candidates × 4 attempts, capped at the default 6
+		{`"maxUpstreamAttempts": 5,`, 5},  // capped lower
+		{`"maxUpstreamAttempts": 40,`, 8}, // 2 × (1 + 3)
+	} {
+		srv, _ := newTestGateway(t, failoverConfig(a.URL, b.URL, retry+tc.extra), nil)
+		aCalls.Store(0)
+		bCalls.Store(0)
+		status, _, _ := do(t, "POST", srv.URL+"/v1/chat/completions", testAliceKey, `{"model":"m1","messages":[{"role":"user","content":"hi"}]}`)
+		if status != 503 || aCalls.Load()+bCalls.Load() != tc.want || aCalls.Load() == 0 || bCalls.Load() == 0 && tc.want > 4 {
+			t.Fatalf("%q: status %d, attempts a %d + b %d, want %d in all", tc.extra, status, aCalls.Load(), bCalls.Load(), tc.want)
+		}
+	}
+}
