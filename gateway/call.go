@@ -84,6 +84,10 @@ func sendUpstream(c *call) (*exchange, *outbound, *apiError) {
 	var lastOut *outbound
 	for i := 0; i < len(cands) && c.rec.attempts < budget; i++ {
 		cand := cands[i]
+		if i > 0 && lookupCandidateCache(c, cand) {
+			c.rec.provider, c.rec.model = cand.provider.name, cand.model
+			return nil, nil, nil // answered from the cache (c.rec.cache)
+		}
 		prepare := backendFor(cand.provider.kind).ops[c.route.op]
 		if prepare == nil {
 			continue // this provider type has no such endpoint (resolve checked the first)

@@ -148,3 +148,29 @@ func TestFailoverAttemptBudget(t *testing.T) {
 		}
 	}
 }
+
+// The cache is checked per candidate, in try order: an answer a failover
+// candidate gave before is served from the cache when the first
+// candidate fails again, and saved under the candidate that served it.
+func TestFailoverCachePerCandidate(t *testing.T) {
+	var aStatus, bStatus atomic.Int64
+	aStatus.Store(500)
+	bStatus.Store(200)
+	a, aCalls := statusUpstream(t, &aStatus)
+	b, bCalls := statusUpstream(t, &bStatus)
+	cfg := failoverConfig(a.URL, b.URL, `"failover": {"enabled": true}, "redis": {"address": "127.0.0.1:1"}, "cache": {"enabled": true, "ttl": "90s"},`)
+	store := newCacheTestStore()
+	_, srv, _ := serveTestGateway(t, cfg, nil, func(g *Gateway) {
+		g.limiter = newLimiter(newMemoryStore(nil), nil, true, nil, g.log)
+		g.cache = newResponseCache(store, g.log, g.cfg.cache.maxBodyBytes)
+	})
+	for i, want := range []string{"miss", "hit"} {
+		status, hdr, body := do(t, "POST", srv.URL+"/v1/chat/completions", testAliceKey, chatReq)
+		if status != 200 || hdr.Get("X-Llmgw-Cache") != want || body != chatOK {
+			t.Fatalf("request %d: %d %q %s", i, status, hdr.Get("X-Llmgw-Cache"), body)
+		}
+	}
+	if aCalls.Load() != 2 || bCalls.Load() != 1 {
+		t.Fatalf("a called %d (want 2: it is tried first each time), b %d (want 1: then cached)", aCalls.Load(), bCalls.Load())
+	}
+}

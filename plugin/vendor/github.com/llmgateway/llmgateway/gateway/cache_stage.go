@@ -18,6 +18,14 @@ func serveCached(c *call) bool {
 // lookupCached is serveCached for a cacheable request (its own function:
 // under Yaegi a call pays for every local of the callee, run or not).
 func lookupCached(c *call) bool {
+	return lookupCachedFor(c, c.target.provider.name, c.target.model)
+}
+
+// lookupCachedFor answers the request from the cache entry of one
+// candidate (provider, upstream model) when there is one; on a miss it
+// marks the request to be saved under that candidate's key. Failover
+// checks each candidate it moves to (lookupCandidateCache).
+func lookupCachedFor(c *call, provider, model string) bool {
 	g := c.g
 	// The endpoint keeps each route's answers apart: one body can be a
 	// valid request to several routes (chat, /v1/messages, /api/chat),
@@ -29,7 +37,7 @@ func lookupCached(c *call) bool {
 	case opEmbeddings:
 		endpoint = cacheEndpointEmbeddings
 	}
-	key, ok := cacheKey(c.target.provider.name, c.target.model, c.req.model, endpoint, c.req.raw)
+	key, ok := cacheKey(provider, model, c.req.model, endpoint, c.req.raw)
 	if !ok {
 		return false
 	}
@@ -58,4 +66,14 @@ func saveCached(c *call, out *outcome) {
 		return
 	}
 	c.g.cache.save(c.r.Context(), c.cacheKey, out.contentType, out.body, c.cacheTTL)
+}
+
+// lookupCandidateCache is the cache check of a failover candidate, in try
+// order: only for a request the cache stage marked (a miss on the first
+// candidate).
+func lookupCandidateCache(c *call, cand candidate) bool {
+	if c.cacheKey == "" {
+		return false
+	}
+	return lookupCachedFor(c, cand.provider.name, cand.model)
 }

@@ -71,6 +71,9 @@ func serveMetered(g *Gateway, w http.ResponseWriter, r *http.Request, rt *route)
 		fail(c, e)
 		return
 	}
+	if x == nil {
+		return // a failover candidate's cached answer was served
+	}
 	defer exchangeDone(x)
 	out := respond(c, x, o)
 	account(c, out)
