@@ -36,15 +36,12 @@ func init() {
 	geminiBackend.ops[opChat] = geminiChat
 	geminiBackend.ops[opEmbeddings] = geminiEmbeddings
 	geminiBackend.ops[opImages] = geminiImages
-	anthropicBackend.ops[opMessages] = anthropicMessages
-	openAIBackend.ops[opMessages] = func(c *call, cand candidate) (*outbound, *apiError) { return messagesViaHub(c, cand, openAIChat) }
-	geminiBackend.ops[opMessages] = func(c *call, cand candidate) (*outbound, *apiError) { return messagesViaHub(c, cand, geminiChat) }
 	anthropicBackend.ops[opCountTokens] = anthropicCountTokens
 	openAIBackend.ops[opCountTokens] = localCountTokens
 	geminiBackend.ops[opCountTokens] = localCountTokens
-	// The Ollama and Responses APIs: every type through the hub (an
-	// openai provider with responsesApi "native" gets /v1/responses as
-	// is).
+	// The Messages, Ollama and Responses APIs: every type through the
+	// hub (an anthropic provider gets /v1/messages as is, as does an
+	// openai provider with responsesApi "native" /v1/responses).
 	for _, b := range []struct {
 		be               *backend
 		chat, embeddings prepareFunc
@@ -59,6 +56,9 @@ func init() {
 		b.be.ops[opResponses] = func(c *call, cand candidate) (*outbound, *apiError) {
 			return viaHub(c, cand, chat, chatRoute, responsesToHub)
 		}
+		b.be.ops[opMessages] = func(c *call, cand candidate) (*outbound, *apiError) {
+			return viaHub(c, cand, chat, chatRoute, anthropicToHub)
+		}
 		if embeddings != nil {
 			b.be.ops[opOllamaEmbed] = func(c *call, cand candidate) (*outbound, *apiError) {
 				return viaHub(c, cand, embeddings, embeddingsRoute, ollamaEmbedToHub)
@@ -69,6 +69,7 @@ func init() {
 		}
 	}
 	openAIBackend.ops[opResponses] = openAIResponses
+	anthropicBackend.ops[opMessages] = anthropicMessages
 }
 
 // backendFor is the capability table of a provider type.

@@ -257,6 +257,15 @@ type BreakerConfig struct {
 	MaxOpenDuration string `json:"maxOpenDuration"`
 }
 
+// FailoverConfig turns failover on.
+type FailoverConfig struct {
+	// Enabled opts in (default false).
+	Enabled bool `json:"enabled"`
+	// MaxAttempts is how many candidates one request may try, the first
+	// included (default 3, 1–10).
+	MaxAttempts int `json:"maxAttempts"`
+}
+
 // ModelMetaConfig overrides one model's metadata. A zero field falls
 // through to the next layer (discovery, then the built-in table).
 type ModelMetaConfig struct {

@@ -150,23 +150,24 @@ type passthroughPeek struct {
 	cap   int64
 }
 
+// geminiCapConfig is the output cap of a Gemini generationConfig, in
+// either case style.
+type geminiCapConfig struct {
+	MaxOutputTokens  json.RawMessage `json:"maxOutputTokens"`
+	MaxOutputTokens2 json.RawMessage `json:"max_output_tokens"`
+}
+
 // passthroughOutputCap is the largest output cap a passthrough JSON body
 // names, whichever API's spelling: max_tokens, max_completion_tokens,
 // max_output_tokens (Responses), generationConfig.maxOutputTokens
 // (Gemini, either case style); 0 when none.
 func passthroughOutputCap(data []byte) int64 {
 	var b struct {
-		MaxTokens           json.RawMessage `json:"max_tokens"`
-		MaxCompletionTokens json.RawMessage `json:"max_completion_tokens"`
-		MaxOutputTokens     json.RawMessage `json:"max_output_tokens"`
-		GenerationConfig    *struct {
-			MaxOutputTokens  json.RawMessage `json:"maxOutputTokens"`
-			MaxOutputTokens2 json.RawMessage `json:"max_output_tokens"`
-		} `json:"generationConfig"`
-		GenerationConfig2 *struct {
-			MaxOutputTokens  json.RawMessage `json:"maxOutputTokens"`
-			MaxOutputTokens2 json.RawMessage `json:"max_output_tokens"`
-		} `json:"generation_config"`
+		MaxTokens           json.RawMessage  `json:"max_tokens"`
+		MaxCompletionTokens json.RawMessage  `json:"max_completion_tokens"`
+		MaxOutputTokens     json.RawMessage  `json:"max_output_tokens"`
+		GenerationConfig    *geminiCapConfig `json:"generationConfig"`
+		GenerationConfig2   *geminiCapConfig `json:"generation_config"`
 	}
 	if json.Unmarshal(data, &b) != nil {
 		return 0

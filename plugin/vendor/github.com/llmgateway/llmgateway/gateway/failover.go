@@ -15,15 +15,6 @@ import (
 // guard). An explicit provider/model has one candidate and is never
 // substituted.
 
-// FailoverConfig turns failover on.
-type FailoverConfig struct {
-	// Enabled opts in (default false).
-	Enabled bool `json:"enabled"`
-	// MaxAttempts is how many candidates one request may try, the first
-	// included (default 3, 1–10).
-	MaxAttempts int `json:"maxAttempts"`
-}
-
 // failoverSettings is FailoverConfig validated.
 type failoverSettings struct {
 	enabled     bool

@@ -181,8 +181,8 @@ func fromHub(data []byte, innerDecode func([]byte) ([]byte, translate.Usage, *ap
 	return out, u, e
 }
 
-// chatRoute is the chat route, whose backends a translated Messages
-// request goes through.
+// chatRoute is the chat route, whose backends a converted Messages,
+// Ollama or Responses request goes through.
 var chatRoute = routeTable[0]
 
 // anthropicToHub is the Messages API's conversion: the request through
@@ -212,12 +212,6 @@ func anthropicToHub(c *call) (*hubConversion, *apiError) {
 			return translate.NewAnthropicOutStream(inner, tc, info, estimate)
 		},
 	}, nil
-}
-
-// messagesViaHub serves a Messages request through a provider type's
-// chat backend.
-func messagesViaHub(c *call, cand candidate, inner prepareFunc) (*outbound, *apiError) {
-	return viaHub(c, cand, inner, chatRoute, anthropicToHub)
 }
 
 // anthropicCountTokens passes count_tokens to an anthropic-type

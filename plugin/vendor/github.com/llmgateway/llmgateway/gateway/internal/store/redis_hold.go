@@ -193,28 +193,11 @@ func evalBatch(ctx context.Context, s *Redis, prefix []Incr, script *luaScript, 
 		req = appendApply(nil, prefix, nil)
 	}
 	load := !s.scripts[script.id].Load()
-	replies := 1
 	if load {
 		req = appendRESPCommand(req, []string{"SCRIPT", "LOAD", script.src})
-		replies = 2
 	}
-	bt := &respBatch{req: appendEval(req, script, false, keys, args), incrVals: make([]int64, len(prefix)), replies: make([]respValue, replies)}
-	if err := respDo(ctx, s.c, bt); err != nil {
-		return nil, respValue{}, err
-	}
-	v := bt.replies[replies-1]
-	if load && bt.replies[0].kind == '$' && bt.replies[0].str == script.sha {
-		s.scripts[script.id].Store(true)
-	}
-	if !isNoScript(v) {
-		return bt, v, nil
-	}
-	s.scripts[script.id].Store(false)
-	again := &respBatch{req: appendEval(nil, script, true, keys, args), replies: make([]respValue, 1)}
-	if err := respDo(ctx, s.c, again); err != nil {
-		return nil, respValue{}, err
-	}
-	return bt, again.replies[0], nil
+	req = appendEval(req, script, false, keys, args)
+	return runScript(ctx, s, script, req, len(prefix), load, func() []byte { return appendEval(nil, script, true, keys, args) })
 }
 
 func scriptError(name string, v respValue) error {
@@ -298,7 +281,7 @@ func (s *Redis) Admit(ctx context.Context, a *Admission, h Hold) (Verdict, error
 	req = appendBulk(req, h.Member)
 	req = appendBulk(req, strconv.FormatInt(h.Tokens, 10))
 	req = appendBulk(req, strconv.FormatInt(h.Cost, 10))
-	v, err := runScript(ctx, s, admitLua, req, load, func() []byte { return admitEval(a, h) })
+	_, v, err := runScript(ctx, s, admitLua, req, 0, load, func() []byte { return admitEval(a, h) })
 	if err != nil {
 		return Verdict{}, err
 	}
@@ -332,31 +315,33 @@ func admitEval(a *Admission, h Hold) []byte {
 	return appendBulk(b, strconv.FormatInt(h.Cost, 10))
 }
 
-// runScript sends req — a SCRIPT LOAD of script when load is set, then
-// one call of it — and returns the call's reply; on NOSCRIPT it sends
-// eval() (the call with the script's source) once more.
-func runScript(ctx context.Context, s *Redis, script *luaScript, req []byte, load bool, eval func() []byte) (respValue, error) {
+// runScript sends req — prefix INCRBY+EXPIRE pairs (appendApply), a
+// SCRIPT LOAD of script when load is set, then one call of it — in one
+// round trip, and returns the exchanged batch (the prefix's replies) and
+// the call's reply; on NOSCRIPT it sends eval() (the call with the
+// script's source) once more.
+func runScript(ctx context.Context, s *Redis, script *luaScript, req []byte, prefix int, load bool, eval func() []byte) (*respBatch, respValue, error) {
 	n := 1
 	if load {
 		n = 2
 	}
-	bt := &respBatch{req: req, replies: make([]respValue, n)}
+	bt := &respBatch{req: req, incrVals: make([]int64, prefix), replies: make([]respValue, n)}
 	if err := respDo(ctx, s.c, bt); err != nil {
-		return respValue{}, err
+		return nil, respValue{}, err
 	}
 	v := bt.replies[n-1]
 	if load && bt.replies[0].kind == '$' && bt.replies[0].str == script.sha {
 		s.scripts[script.id].Store(true)
 	}
 	if !isNoScript(v) {
-		return v, nil
+		return bt, v, nil
 	}
 	s.scripts[script.id].Store(false)
 	again := &respBatch{req: eval(), replies: make([]respValue, 1)}
 	if err := respDo(ctx, s.c, again); err != nil {
-		return respValue{}, err
+		return nil, respValue{}, err
 	}
-	return again.replies[0], nil
+	return bt, again.replies[0], nil
 }
 
 // holdKeys is every budget's holds and sums key, in order.
