@@ -12,17 +12,16 @@
 package claudeproc
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/llmgateway/llmgateway/integration/cliproc"
 )
 
 // Version is the Claude Code version the tests are written against.
@@ -44,13 +43,9 @@ const DefaultTimeout = 90 * time.Second
 // CachedBinary is where scripts/install-claude-code.sh puts the binary:
 // ${LLMGW_CACHE:-$HOME/.cache/llmgateway}/claude-code-<Version>/node_modules/@anthropic-ai/claude-code-linux-x64/claude.
 func CachedBinary() (string, error) {
-	cache := os.Getenv("LLMGW_CACHE")
-	if cache == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", err
-		}
-		cache = filepath.Join(home, ".cache", "llmgateway")
+	cache, err := cliproc.CacheDir()
+	if err != nil {
+		return "", err
 	}
 	return filepath.Join(cache, "claude-code-"+Version, "node_modules", "@anthropic-ai", "claude-code-linux-x64", "claude"), nil
 }
@@ -85,15 +80,7 @@ func Lookup() (string, error) {
 // (fails it instead when LLMGW_REQUIRE_CLAUDE=1).
 func Require(tb testing.TB) string {
 	tb.Helper()
-	bin, err := Lookup()
-	if err == nil {
-		return bin
-	}
-	if os.Getenv(RequireEnv) == "1" {
-		tb.Fatalf("%s=1 but Claude Code is not usable: %v", RequireEnv, err)
-	}
-	tb.Skipf("Claude Code is not installed (%v): skipping (run scripts/install-claude-code.sh, or set %s=1 to fail instead)", err, RequireEnv)
-	return ""
+	return cliproc.Require(tb, Lookup, RequireEnv, "Claude Code", "scripts/install-claude-code.sh")
 }
 
 // Options describes one headless run.
@@ -174,43 +161,9 @@ func Run(tb testing.TB, bin string, o Options) Result {
 	if o.Timeout == 0 {
 		o.Timeout = DefaultTimeout
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), o.Timeout)
-	defer cancel()
-
 	args := append(append([]string(nil), o.Args...), "-p", o.Prompt)
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Dir = o.Dir
-	cmd.Env = Environment(o)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	// Its own process group, so the deadline also ends what it spawned
-	// (git, shells); WaitDelay bounds the wait for their pipes.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-
-	start := time.Now()
-	err := cmd.Run()
-	res := Result{Stdout: stdout.String(), Stderr: stderr.String(), Dir: o.Dir, Home: o.Home, Elapsed: time.Since(start)}
-	res.TimedOut = ctx.Err() != nil
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exit):
-		res.ExitCode = exit.ExitCode()
-	case res.TimedOut:
-		res.ExitCode = -1
-	default:
-		tb.Fatalf("running %s: %v", bin, err)
-	}
-	return res
+	run := cliproc.Exec(tb, cliproc.Spec{Name: bin, Args: args, Dir: o.Dir, Env: Environment(o), Timeout: o.Timeout})
+	return Result{Stdout: run.Stdout, Stderr: run.Stderr, Dir: o.Dir, Home: o.Home, Elapsed: run.Elapsed, TimedOut: run.TimedOut, ExitCode: run.ExitCode}
 }
 
-func freshDir(tb testing.TB, name string) string {
-	tb.Helper()
-	dir := filepath.Join(tb.TempDir(), name)
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		tb.Fatal(err)
-	}
-	return dir
-}
+func freshDir(tb testing.TB, name string) string { return cliproc.FreshDir(tb, name) }

@@ -13,18 +13,17 @@
 package codexproc
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/llmgateway/llmgateway/integration/cliproc"
 )
 
 // Version is the Codex CLI version the tests are written against.
@@ -66,13 +65,9 @@ var relBinary = filepath.Join("node_modules", "@openai", "codex-linux-x64", "ven
 // CachedBinary is where scripts/install-codex.sh puts the binary:
 // ${LLMGW_CACHE:-$HOME/.cache/llmgateway}/codex-<Version>/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex.
 func CachedBinary() (string, error) {
-	cache := os.Getenv("LLMGW_CACHE")
-	if cache == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", err
-		}
-		cache = filepath.Join(home, ".cache", "llmgateway")
+	cache, err := cliproc.CacheDir()
+	if err != nil {
+		return "", err
 	}
 	return filepath.Join(cache, "codex-"+Version, relBinary), nil
 }
@@ -115,15 +110,7 @@ func Lookup() (string, error) {
 // it instead when LLMGW_REQUIRE_CODEX=1).
 func Require(tb testing.TB) string {
 	tb.Helper()
-	bin, err := Lookup()
-	if err == nil {
-		return bin
-	}
-	if os.Getenv(RequireEnv) == "1" {
-		tb.Fatalf("%s=1 but Codex is not usable: %v", RequireEnv, err)
-	}
-	tb.Skipf("Codex is not installed (%v): skipping (run scripts/install-codex.sh, or set %s=1 to fail instead)", err, RequireEnv)
-	return ""
+	return cliproc.Require(tb, Lookup, RequireEnv, "Codex", "scripts/install-codex.sh")
 }
 
 // Options describes one headless run.
@@ -270,35 +257,8 @@ func Run(tb testing.TB, bin string, o Options) Result {
 		name, args = strace, append([]string{"-f", "-qq", "-e", "trace=connect", "-o", traceFile, bin}, args...)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), o.Timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir = o.Dir
-	cmd.Env = Environment(o)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	// exec.Cmd's nil Stdin is /dev/null: Codex reads no extra prompt.
-	// Its own process group, so the deadline also ends what it spawned
-	// (the shells of exec_command); WaitDelay bounds the wait for their
-	// pipes.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-
-	start := time.Now()
-	err := cmd.Run()
-	res := Result{Stdout: stdout.String(), Stderr: stderr.String(), Dir: o.Dir, Home: o.Home, Elapsed: time.Since(start)}
-	res.TimedOut = ctx.Err() != nil
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exit):
-		res.ExitCode = exit.ExitCode()
-	case res.TimedOut:
-		res.ExitCode = -1
-	default:
-		tb.Fatalf("running %s: %v", bin, err)
-	}
+	run := cliproc.Exec(tb, cliproc.Spec{Name: name, Args: args, Dir: o.Dir, Env: Environment(o), Timeout: o.Timeout})
+	res := Result{Stdout: run.Stdout, Stderr: run.Stderr, Dir: o.Dir, Home: o.Home, Elapsed: run.Elapsed, TimedOut: run.TimedOut, ExitCode: run.ExitCode}
 	if traceFile != "" {
 		raw, err := os.ReadFile(traceFile)
 		if err != nil {
@@ -309,11 +269,4 @@ func Run(tb testing.TB, bin string, o Options) Result {
 	return res
 }
 
-func freshDir(tb testing.TB, name string) string {
-	tb.Helper()
-	dir := filepath.Join(tb.TempDir(), name)
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		tb.Fatal(err)
-	}
-	return dir
-}
+func freshDir(tb testing.TB, name string) string { return cliproc.FreshDir(tb, name) }
