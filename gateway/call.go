@@ -56,7 +56,7 @@ type exchange struct {
 	body io.Reader // the response body, feeding the watchdog
 	data []byte    // the whole body, unless the outbound streams
 	wd   *watchdog
-	ttfb time.Duration  // the attempt's time to response headers
+	ttfb time.Duration // the attempt's time to response headers
 	// slots is the provider's concurrency slot this exchange holds (nil:
 	// none), given back by exchangeDone.
 	slots *providerSlots

@@ -137,8 +137,8 @@ type compiledConfig struct {
 	modelMeta          map[string]*ModelMetaConfig
 	retry              retrySettings
 	failover           failoverSettings
-	maxAttempts        int            // maxUpstreamAttempts
-	firstByteDeadline  time.Duration  // 0: none
+	maxAttempts        int           // maxUpstreamAttempts
+	firstByteDeadline  time.Duration // 0: none
 	routing            routingSettings
 	redis              *redisSettings // nil: no Redis
 	allowUnpriced      bool

@@ -30,7 +30,7 @@ type healthBook struct {
 	mu       sync.Mutex
 	breakers map[string]*circuitBreaker
 	parked   map[string]time.Time // provider/model -> skipped until
-	log      *logger               // nil in tests
+	log      *logger              // nil in tests
 }
 
 func newHealthBook(s breakerSettings) *healthBook {
