@@ -551,3 +551,29 @@ func TestRoutingConfigRefusals(t *testing.T) {
 		t.Fatalf("compiled from Traefik's form: %+v %+v %v", s, compiled.routing, compiled.firstByteDeadline)
 	}
 }
+
+// Native passthrough holds the provider's slot too.
+func TestProviderMaxConcurrentPassthrough(t *testing.T) {
+	a, arrived, release := blockingUpstream(t)
+	cfg := `{"providers": {"a": {"type": "openai", "baseUrl": "` + a.URL + `", "models": ["m1"], "maxConcurrent": 1, "maxQueue": 0}},
+  "groups": {"all": {}},
+  "users": {"inline": [{"name": "alice", "group": "all", "apiKey": "` + testAliceKey + `"}]}}`
+	srv, _ := newTestGateway(t, cfg, nil)
+	done := make(chan int, 1)
+	go func() {
+		status, _, _ := do(t, "POST", srv.URL+"/a/v1/chat/completions", testAliceKey, m1Chat)
+		done <- status
+	}()
+	<-arrived
+	status, h, body := do(t, "POST", srv.URL+"/a/v1/chat/completions", testAliceKey, m1Chat)
+	if status != 429 || h.Get("Retry-After") != "1" || !strings.Contains(body, `"code":"provider_saturated"`) {
+		t.Fatalf("passthrough over the cap: %d %s", status, body)
+	}
+	close(release)
+	if s := <-done; s != 200 {
+		t.Fatalf("held passthrough: %d", s)
+	}
+	if status, _, _ := do(t, "POST", srv.URL+"/a/v1/chat/completions", testAliceKey, m1Chat); status != 200 {
+		t.Fatalf("after the slot freed: %d", status)
+	}
+}
