@@ -92,7 +92,7 @@ func passthroughReservation(c *call, p *providerRuntime, model string) (int64, i
 	output := outputCap(bodyCap, modelMax)
 	var cost int64
 	if c.user.costBudget && model != "" {
-		cost = worstCost(c.g, []candidate{{provider: p, model: model}}, prompt, output)
+		cost = worstCost(c.g, []candidate{{provider: p, model: model, weight: 1}}, prompt, output)
 	}
 	return prompt + output, cost
 }

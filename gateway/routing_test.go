@@ -577,3 +577,33 @@ func TestProviderMaxConcurrentPassthrough(t *testing.T) {
 		t.Fatalf("after the slot freed: %d", status)
 	}
 }
+
+// An alias's own strategy and weights order its targets, whatever
+// routing.strategy says; a list alias uses the global one.
+func TestRoutingAliasStrategies(t *testing.T) {
+	ups := routedUpstreams(t, 3)
+	aliases := `"modelAliases": {
+    "heavy": {"targets": ["a/m1", "b/m1"], "strategy": "weighted", "weights": [3, 1]},
+    "pair": ["b/m1", "c/m1"]},`
+	srv, _ := newTestGateway(t, routingConfig(ups, aliases), nil)
+	chatModel := func(model string) {
+		t.Helper()
+		status, _, body := do(t, "POST", srv.URL+"/v1/chat/completions", testAliceKey, `{"model":"`+model+`","messages":[{"role":"user","content":"hi"}]}`)
+		if status != 200 {
+			t.Fatalf("%s: %d %s", model, status, body)
+		}
+	}
+	for i := 0; i < 40; i++ {
+		chatModel("heavy")
+	}
+	if got := counts(ups); got[0] != 30 || got[1] != 10 || got[2] != 0 {
+		t.Fatalf("weighted 3:1 alias: counts %v, want [30 10 0]", got)
+	}
+	resetCounts(ups)
+	for i := 0; i < 4; i++ {
+		chatModel("pair") // the global strategy (priority, failover off): b alone
+	}
+	if got := counts(ups); got[0] != 0 || got[1] != 4 || got[2] != 0 {
+		t.Fatalf("priority list alias: counts %v, want [0 4 0]", got)
+	}
+}
