@@ -17,7 +17,6 @@ type aliasSpec struct {
 	weights  []int
 }
 
-
 const maxAliasWeight = 1000
 
 // aliasInput is a modelAliases value read into the object form, with the
