@@ -18,19 +18,23 @@ import (
 // X-Session-Id: "memory" binds in process; "redis-cached" reads a
 // binding a replica read less than a second ago (no round trip);
 // "redis-read" uses a new session per request, so every decision reads
-// Redis (one GET + EXPIRE round trip, reported as roundtrips/op). Run
-// it next to BenchmarkChatNonStreaming for the whole request's cost.
+// Redis (one GET + EXPIRE round trip, reported as roundtrips/op). The
+// limit-* cases run the limit stage too: its one round trip carries the
+// binding's read, so affinity adds none (roundtrips/op stays 1). Run it
+// next to BenchmarkChatNonStreaming for the whole request's cost.
 func BenchmarkRouting(b *testing.B) {
 	cases := []routingBenchCase{
-		{"priority-default", ``, false, false},
-		{"priority-failover", `"failover": {"enabled": true},`, false, false},
-		{"round-robin", `"routing": {"strategy": "round-robin"},`, false, false},
-		{"weighted", `"routing": {"strategy": "weighted"},`, false, false},
-		{"least-latency", `"routing": {"strategy": "least-latency"},`, false, false},
-		{"least-cost", `"routing": {"strategy": "least-cost"},`, false, false},
-		{"affinity-memory", `"routing": {"strategy": "round-robin", "sessionAffinity": {"enabled": true}}, "failover": {"enabled": true},`, false, false},
-		{"affinity-redis-cached", `"routing": {"strategy": "round-robin", "sessionAffinity": {"enabled": true}}, "failover": {"enabled": true},`, true, false},
-		{"affinity-redis-read", `"routing": {"strategy": "round-robin", "sessionAffinity": {"enabled": true}}, "failover": {"enabled": true},`, true, true},
+		{"priority-default", ``, false, false, false},
+		{"priority-failover", `"failover": {"enabled": true},`, false, false, false},
+		{"round-robin", `"routing": {"strategy": "round-robin"},`, false, false, false},
+		{"weighted", `"routing": {"strategy": "weighted"},`, false, false, false},
+		{"least-latency", `"routing": {"strategy": "least-latency"},`, false, false, false},
+		{"least-cost", `"routing": {"strategy": "least-cost"},`, false, false, false},
+		{"affinity-memory", `"routing": {"strategy": "round-robin", "sessionAffinity": {"enabled": true}}, "failover": {"enabled": true},`, false, false, false},
+		{"affinity-redis-cached", `"routing": {"strategy": "round-robin", "sessionAffinity": {"enabled": true}}, "failover": {"enabled": true},`, true, false, false},
+		{"affinity-redis-read", `"routing": {"strategy": "round-robin", "sessionAffinity": {"enabled": true}}, "failover": {"enabled": true},`, true, true, false},
+		{"limit-redis", `"routing": {"strategy": "round-robin"}, "failover": {"enabled": true},`, true, false, true},
+		{"limit-redis-affinity-read", `"routing": {"strategy": "round-robin", "sessionAffinity": {"enabled": true}}, "failover": {"enabled": true},`, true, true, true},
 	}
 	for i := 0; i < len(cases); i++ {
 		tc := cases[i]
@@ -53,6 +57,7 @@ func runRoutingBench(b *testing.B, tc routingBenchCase) {
 	if !identify(c) || !admitBody(c) || !resolve(c) {
 		b.Fatalf("setting up the call failed: %d %s", c.rec.statusCode, c.rec.errorCode)
 	}
+	finishRouting(c, nil)
 	target := c.target
 	if len(target.candidates) != 3 {
 		b.Fatalf("%d candidates", len(target.candidates))
@@ -76,6 +81,13 @@ func runRoutingBench(b *testing.B, tc routingBenchCase) {
 		c.aff = nil
 		c.rec.skipped = nil
 		orderCandidates(c)
+		if tc.limit {
+			if !limit(c) {
+				b.Fatalf("limit: %d %s", c.rec.statusCode, c.rec.errorCode)
+			}
+		} else {
+			finishRouting(c, nil)
+		}
 		if len(c.cands) == 0 {
 			b.Fatal("no candidate")
 		}
@@ -92,6 +104,9 @@ type routingBenchCase struct {
 	extra      string
 	redis      bool
 	newSession bool
+	// limit runs the limit stage (the limiter's Redis round trip, which
+	// carries the binding read) instead of the routing decision alone.
+	limit bool
 }
 
 // newRoutingBenchGateway serves the benchmark model from 3 providers

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/store"
 )
 
 // Routing orders a request's candidates before the limit stage, in four
@@ -154,8 +156,13 @@ func (r *router) turn(id string) uint64 {
 	return v.(*atomic.Uint64).Add(1) - 1
 }
 
-// orderCandidates is the routing stage (see the top of the file): it
-// sets c.cands, and c.target's first candidate to the first of them.
+// orderCandidates is the routing stage's first half, in the resolve
+// stage (see the top of the file): the pool and the strategy's order,
+// and the session's binding when it is known without a store read. The
+// second half (finishRouting) runs in the limit stage, after the
+// limiter's round trip, into which a binding read from Redis is folded.
+// Until then c.cands is the pool in order; c.target's first candidate
+// is set by the second half.
 func orderCandidates(c *call) {
 	all := c.target.candidates
 	r := c.g.router
@@ -173,6 +180,7 @@ func orderCandidates(c *call) {
 		return
 	}
 	c.rec.strategy = strategy
+	c.routing = true
 	// One slice holds the walk through every step: it is this request's
 	// own (the registry's lists are shared and never modified).
 	pool := append(make([]candidate, 0, len(all)), all...)
@@ -188,13 +196,28 @@ func orderCandidates(c *call) {
 		pool = pool[:1] // affinity alone never moves a request off the first candidate
 	}
 	orderBy(c, strategy, pool)
-	applyAffinity(c, pool)
+	c.cands = pool
+	if len(pool) > 1 {
+		startAffinity(c)
+	}
+}
+
+// finishRouting is the routing stage's second half: affinity (with the
+// binding the limiter's round trip read, or read now when it could not),
+// health, and the failover walk's cost guard.
+func finishRouting(c *call, peek *store.Peek) {
+	if !c.routing {
+		return
+	}
+	c.routing = false
+	r := c.g.router
+	pool := c.cands
+	applyAffinity(c, pool, peek)
 	healthy := pool
 	if !r.health.clean() {
 		healthy = keepHealthy(c, pool)
 	}
-	if !failover {
-
+	if !c.g.cfg.failover.enabled || !c.route.failover {
 		healthy = healthy[:1]
 	} else {
 		healthy = costGuarded(c, healthy)
