@@ -24,9 +24,9 @@ import (
 // else in process. Every read renews its idle TTL.
 
 // sessionHeaders name the session in the headers clients send: a
-// generic one, Open WebUI's chat id, Claude Code's session id, and Codex
-// CLI's session_id (underscore; Session-Id is its dashed spelling).
-var sessionHeaders = []string{"X-Session-Id", "X-Openwebui-Chat-Id", "X-Claude-Code-Session-Id", "Session_id", "Session-Id"}
+// generic one, Open WebUI's chat id, Claude Code's session id, Codex
+// CLI's session-id (its session_id spelling is accepted too).
+var sessionHeaders = []string{"X-Session-Id", "X-Openwebui-Chat-Id", "X-Claude-Code-Session-Id", "Session-Id", "Session_id"}
 
 // affinityCacheFor is how long a replica trusts a binding it read from
 // Redis.
@@ -39,7 +39,7 @@ const maxLocalBindings = 100000
 // affinityStore is the shared binding store (the guarded Redis store).
 type affinityStore interface {
 	GetBlobRenew(ctx context.Context, key string, ttl time.Duration) ([]byte, bool, error)
-	SetBlob(ctx context.Context, key string, value []byte, ttl time.Duration) error
+	SwapBlob(ctx context.Context, key string, old, value []byte, ttl time.Duration) ([]byte, error)
 }
 
 // affinityBook holds the bindings.
@@ -144,18 +144,24 @@ func (b *affinityBook) absorb(key string, peek *store.Peek) string {
 	return string(peek.Value)
 }
 
-// bind points key at target, in the store before it returns.
-func (b *affinityBook) bind(ctx context.Context, key, target string) {
+// move points key at target unless, in the shared store, another
+// replica moved it away from old first; it returns where key points
+// afterwards (target, or the other replica's choice).
+func (b *affinityBook) move(ctx context.Context, key, old, target string) string {
 	now := b.now()
+	winner := target
+	if b.shared != nil {
+		v, err := b.shared.SwapBlob(ctx, key, []byte(old), []byte(target), b.ttl)
+		if err != nil {
+			b.log.warnf("session affinity: writing binding %s: %v", logName(key), err)
+		} else {
+			winner = string(v)
+		}
+	}
 	b.mu.Lock()
-	b.keep(key, affinityEntry{target: target, at: now}, now)
+	b.keep(key, affinityEntry{target: winner, at: now}, now)
 	b.mu.Unlock()
-	if b.shared == nil {
-		return
-	}
-	if err := b.shared.SetBlob(ctx, key, []byte(target), b.ttl); err != nil {
-		b.log.warnf("session affinity: writing binding %s: %v", logName(key), err)
-	}
+	return winner
 }
 
 // keep stores e under key within the size bound (b.mu held).
@@ -182,6 +188,9 @@ type callAffinity struct {
 	key   string // the binding key
 	bound string // the candidate bound before the request ("" none)
 	known bool   // bound is read
+	// cached: bound is the replica's copy of a shared binding (read less
+	// than affinityCacheFor ago), not read from the store for this request.
+	cached bool
 	// peek is the binding's read folded into the limiter's round trip
 	// (nil: not needed).
 	peek *store.Peek
@@ -275,7 +284,7 @@ func startAffinity(c *call) {
 	a := &callAffinity{key: bindingKey(c.req.model, session)}
 	c.aff = a
 	if target, known := book.cached(a.key); known {
-		a.bound, a.known = target, true
+		a.bound, a.known, a.cached = target, true, book.shared != nil
 		return
 	}
 	a.peek = &store.Peek{Key: a.key, TTL: book.ttl}
@@ -312,18 +321,35 @@ func applyAffinity(c *call, ordered []candidate, peek *store.Peek) {
 	if a.bound == "" {
 		return
 	}
-	for i := 0; i < len(ordered); i++ {
-		if candidateName(ordered[i]) != a.bound {
-			continue
+	h := c.g.router.health
+	i := indexOfCandidate(ordered, a.bound)
+	if i >= 0 && a.cached && h.standing(ordered[i], h.now()) != healthOK {
+		// Unhealthy here: another replica may already have moved the
+		// session, and the store has the last word.
+		a.cached = false
+		if fresh := book.lookup(c.r.Context(), a.key, true); fresh != a.bound {
+			a.bound = fresh
+			i = indexOfCandidate(ordered, fresh)
 		}
-		if c.g.router.health.standing(ordered[i], c.g.router.health.now()) == healthOK {
-			first := ordered[i]
-			copy(ordered[1:i+1], ordered[:i])
-			ordered[0] = first
-			c.rec.affinity = affinityBound
-		}
-		break
 	}
+	if i < 0 || h.standing(ordered[i], h.now()) != healthOK {
+		return
+	}
+	first := ordered[i]
+	copy(ordered[1:i+1], ordered[:i])
+	ordered[0] = first
+	c.rec.affinity = affinityBound
+}
+
+// indexOfCandidate is the index of the candidate named name in cands, or
+// -1.
+func indexOfCandidate(cands []candidate, name string) int {
+	for i := 0; i < len(cands); i++ {
+		if candidateName(cands[i]) == name {
+			return i
+		}
+	}
+	return -1
 }
 
 // Request record values of affinity.
@@ -342,7 +368,8 @@ func candidateName(c candidate) string {
 }
 
 // noteServed updates the session's binding after cand served it: made
-// when there was none, moved when another candidate served.
+// when there was none, moved when another candidate served — unless
+// another replica moved it first, whose choice the session then follows.
 func noteServed(c *call, cand candidate) {
 	a := c.aff
 	if a == nil {
@@ -353,14 +380,17 @@ func noteServed(c *call, cand candidate) {
 		return
 	}
 	book := c.g.router.affinity
-	book.bind(c.r.Context(), a.key, name)
-	if a.bound == "" {
+	winner := book.move(c.r.Context(), a.key, a.bound, name)
+	switch {
+	case winner != name:
+		book.log.infof("session affinity: session %s was moved to %q by another replica meanwhile", logName(a.key), winner)
+	case a.bound == "":
 		c.rec.affinity = affinityNew
-	} else {
+	default:
 		c.rec.affinity = affinityMoved
 		book.log.infof("session affinity: session %s moved from %q to %q", logName(a.key), a.bound, name)
 	}
-	a.bound = name
+	a.bound = winner
 }
 
 // rebound re-reads the session's binding from the store after its bound
@@ -375,13 +405,10 @@ func rebound(c *call, cands []candidate, i int) {
 	if now == "" || now == a.bound {
 		return
 	}
-	for j := i + 1; j < len(cands); j++ {
-		if candidateName(cands[j]) == now {
-			moved := cands[j]
-			copy(cands[i+2:j+1], cands[i+1:j])
-			cands[i+1] = moved
-			a.bound = now
-			return
-		}
+	if j := indexOfCandidate(cands, now); j > i {
+		moved := cands[j]
+		copy(cands[i+2:j+1], cands[i+1:j])
+		cands[i+1] = moved
+		a.bound = now
 	}
 }

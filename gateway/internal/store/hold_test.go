@@ -292,3 +292,26 @@ func TestRedisPeekFolded(t *testing.T) {
 		t.Fatalf("TTL after the peek: %+v %v", replies, err)
 	}
 }
+
+// SwapBlob moves a value only from the expected one (or from nothing),
+// and says what the key holds afterwards.
+func TestRedisSwapBlob(t *testing.T) {
+	r := NewRedis(RedisSettings{Address: redistest.Start(t)})
+	t.Cleanup(r.Close)
+	ctx := context.Background()
+	for _, step := range []struct{ old, value, want string }{
+		{"", "pa/m", "pa/m"},     // missing: set
+		{"pa/m", "pb/m", "pb/m"}, // holds old: moved
+		{"pa/m", "pc/m", "pb/m"}, // moved meanwhile by someone else: kept
+		{"zz/m", "pb/m", "pb/m"}, // same value anyway
+	} {
+		got, err := r.SwapBlob(ctx, "t:swap", []byte(step.old), []byte(step.value), time.Minute)
+		if err != nil || string(got) != step.want {
+			t.Fatalf("swap %q→%q: %q %v, want %q", step.old, step.value, got, err, step.want)
+		}
+	}
+	v, found, err := r.GetBlob(ctx, "t:swap")
+	if err != nil || !found || string(v) != "pb/m" {
+		t.Fatalf("after the swaps: %q %v %v", v, found, err)
+	}
+}

@@ -135,14 +135,41 @@ func newLuaScript(src string, id int) *luaScript {
 	return &luaScript{src: src, sha: hex.EncodeToString(sum[:]), id: id}
 }
 
+// swapScript is SwapBlob: KEYS[1] is set to ARGV[2] for ARGV[3] seconds
+// when it is missing or holds ARGV[1]; the reply is the value it holds
+// afterwards.
+const swapScript = `
+local cur = redis.call('GET', KEYS[1])
+if cur == false or cur == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
+  return ARGV[2]
+end
+return cur
+`
+
 var (
 	admitLua   = newLuaScript(admitScript, 0)
 	releaseLua = newLuaScript(releaseScript, 1)
 	renewLua   = newLuaScript(renewScript, 2)
+	swapLua    = newLuaScript(swapScript, 3)
 )
 
-// numScripts is the number of hold scripts (the size of Redis.scripts).
-const numScripts = 3
+// numScripts is the number of scripts (the size of Redis.scripts).
+const numScripts = 4
+
+// SwapBlob sets key to value (for ttl) when it is missing or holds old,
+// atomically, in one round trip, and returns what key holds afterwards:
+// value, or the other value that was there.
+func (s *Redis) SwapBlob(ctx context.Context, key string, old, value []byte, ttl time.Duration) ([]byte, error) {
+	_, v, err := evalBatch(ctx, s, nil, swapLua, []string{key}, []string{string(old), string(value), strconv.FormatInt(ttlSeconds(ttl), 10)})
+	if err != nil {
+		return nil, err
+	}
+	if v.kind != '$' || v.null {
+		return nil, scriptError("swap script", v)
+	}
+	return []byte(v.str), nil
+}
 
 // appendEval appends EVALSHA sha numkeys keys... args... (or EVAL with
 // the script's source when src is set).

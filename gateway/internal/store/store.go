@@ -55,6 +55,14 @@ type Peeker interface {
 	AdmitPeek(ctx context.Context, a *Admission, h Hold, p *Peek) (Verdict, error)
 }
 
+// Swapper moves a blob from one value to another atomically (a session
+// binding that two replicas may move at once).
+type Swapper interface {
+	// SwapBlob sets key to value for ttl when it is missing or holds
+	// old, and returns what it holds afterwards.
+	SwapBlob(ctx context.Context, key string, old, value []byte, ttl time.Duration) ([]byte, error)
+}
+
 // Shared is a store that is a Counter, a Blob and a Holder: Redis, and the
 // Guarded store around it.
 type Shared interface {
@@ -69,4 +77,6 @@ var (
 	_ Shared  = (*Guarded)(nil)
 	_ Peeker  = (*Redis)(nil)
 	_ Peeker  = (*Guarded)(nil)
+	_ Swapper = (*Redis)(nil)
+	_ Swapper = (*Guarded)(nil)
 )

@@ -159,6 +159,25 @@ func (s *Guarded) SetBlob(ctx context.Context, key string, value []byte, ttl tim
 	return err
 }
 
+// SwapBlob is the inner SwapBlob under the guard (the inner store must
+// be a Swapper).
+func (s *Guarded) SwapBlob(ctx context.Context, key string, old, value []byte, ttl time.Duration) ([]byte, error) {
+	sw, isSwapper := s.inner.(Swapper)
+	if !isSwapper {
+		return nil, errors.New("store: no SwapBlob")
+	}
+	ok, probe := s.begin()
+	if !ok {
+		return nil, errCoolingDown
+	}
+	opCtx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	started := s.now()
+	v, err := sw.SwapBlob(opCtx, key, old, value, ttl)
+	s.end(ctx, opCtx, err, probe, started)
+	return v, err
+}
+
 // Admit is the inner Admit under the guard.
 func (s *Guarded) Admit(ctx context.Context, a *Admission, h Hold) (Verdict, error) {
 	return s.AdmitPeek(ctx, a, h, nil)
