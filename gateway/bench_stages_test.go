@@ -36,7 +36,7 @@ func BenchmarkStages(b *testing.B) {
 	if e != nil {
 		b.Fatal(e.Error())
 	}
-	x, e := attempt(g, c.r, o)
+	x, e := attempt(g, c.r, o, o.provider.timeout)
 	if e != nil {
 		b.Fatal(e.Error())
 	}
@@ -122,7 +122,7 @@ func BenchmarkStages(b *testing.B) {
 	b.Run("upstream", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			x, e := attempt(g, c.r, o)
+			x, e := attempt(g, c.r, o, o.provider.timeout)
 			if e != nil {
 				b.Fatal(e.Error())
 			}

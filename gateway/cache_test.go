@@ -284,6 +284,10 @@ func (s *cacheTestStore) GetBlob(ctx context.Context, key string) ([]byte, bool,
 	return out, true, nil
 }
 
+func (s *cacheTestStore) GetBlobRenew(ctx context.Context, key string, ttl time.Duration) ([]byte, bool, error) {
+	return s.GetBlob(ctx, key)
+}
+
 func (s *cacheTestStore) SetBlob(ctx context.Context, key string, value []byte, ttl time.Duration) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 	"github.com/llmgateway/llmgateway/gateway/internal/translate"
@@ -55,27 +56,35 @@ type exchange struct {
 	body io.Reader // the response body, feeding the watchdog
 	data []byte    // the whole body, unless the outbound streams
 	wd   *watchdog
+	ttfb time.Duration // the attempt's time to response headers
+	// slots is the provider's concurrency slot this exchange holds (nil:
+	// none), given back by exchangeDone.
+	slots *providerSlots
 }
 
 func exchangeDone(x *exchange) {
 	_ = x.resp.Body.Close()
 	x.wd.stop()
+	if x.slots != nil {
+		x.slots.release()
+		x.slots = nil
+	}
 }
 
-// sendUpstream is the call stage: it walks the request's candidates in order
-// under one request-wide attempt budget (the first try plus
-// retry.attempts, shared by every candidate), each candidate's outbound
+// sendUpstream is the call stage: it walks the request's candidates in
+// the routing stage's order (c.cands: the first alone without failover)
+// under one request-wide attempt budget, each candidate's outbound
 // request prepared by its provider type's backend. A failure whose
 // failure-table row allows retry is tried again on the same candidate
 // after the retry wait; one whose row allows failover moves on to the
 // next candidate; any other ends the walk. All of it happens before any
-// byte reached the client. Without failover (the default) the walk holds
-// the first candidate only (callCandidates); the attempt budget is the
-// candidates × (1 + retry.attempts), at most maxUpstreamAttempts. A
-// failed attempt's body is drained and discarded, never parsed for
-// usage.
+// byte reached the client. The budget is the candidates × (1 +
+// retry.attempts), at most maxUpstreamAttempts; firstByteDeadline, when
+// set, bounds the time the whole walk may take to the first response
+// headers. A failed attempt's body is drained and discarded, never
+// parsed for usage.
 func sendUpstream(c *call) (*exchange, *outbound, *apiError) {
-	cands := callCandidates(c)
+	cands := c.cands
 	budget := len(cands) * (1 + c.g.cfg.retry.retries)
 	if budget > c.g.cfg.maxAttempts {
 		budget = c.g.cfg.maxAttempts
@@ -102,19 +111,66 @@ func sendUpstream(c *call) (*exchange, *outbound, *apiError) {
 			c.rec.provider, c.rec.model = o.provider.name, o.model
 			return localExchange(o), o, nil
 		}
-		x, e := tryCandidate(c, o, budget)
-		if e == nil {
+		lastOne := i+1 == len(cands)
+		x, e := tryRouted(c, cand, o, budget, lastOne)
+		if e == nil && x != nil {
+			noteServed(c, cand)
 			return x, o, nil
 		}
+		if e == nil {
+			continue // skipped: its half-open probe is already running
+		}
 		last, lastOut = e, o
-		if !policy(e).failover || c.r.Context().Err() != nil {
+		if e.Code == codeFirstByteDeadline || e.Code != codeSaturated && !policy(e).failover || c.r.Context().Err() != nil {
 			break
 		}
-		if i+1 < len(cands) && c.rec.attempts < budget {
+		if !lastOne && c.rec.attempts < budget {
+			rebound(c, cands, i)
 			c.g.failoverLog.moved(c.g, cand, cands[i+1], e)
 		}
 	}
 	return nil, lastOut, last
+}
+
+// tryRouted is one candidate's turn in the walk: its health claim (a
+// candidate whose probe another request is running is skipped — nil,
+// nil — unless it is the last one), its concurrency slot, the attempts,
+// and what the outcome teaches routing (breaker, latency) and the
+// request record.
+func tryRouted(c *call, cand candidate, o *outbound, budget int, lastOne bool) (*exchange, *apiError) {
+	r := c.g.router
+	if r.active && !r.health.begin(cand, lastOne || c.forceFirst) {
+		c.rec.tried = append(c.rec.tried, triedCandidate{candidate: candidateName(cand), outcome: "skipped"})
+		return nil, nil
+	}
+	before := c.rec.attempts
+	var x *exchange
+	var e *apiError
+	if slots := cand.provider.slots; slots != nil && !slots.acquire(c.r.Context()) {
+		e = errSaturated(cand.provider, slots)
+		c.rec.provider, c.rec.model = cand.provider.name, cand.model
+	} else {
+		x, e = tryCandidate(c, o, budget)
+		if slots != nil {
+			if e != nil {
+				slots.release()
+			} else {
+				x.slots = slots
+			}
+		}
+	}
+	if r.active {
+		r.health.end(cand, e)
+		if e == nil {
+			r.latency.observe(candidateName(cand), x.ttfb)
+		}
+	}
+	t := triedCandidate{candidate: candidateName(cand), attempts: c.rec.attempts - before, outcome: "served"}
+	if e != nil {
+		t.outcome = e.Code
+	}
+	c.rec.tried = append(c.rec.tried, t)
+	return x, e
 }
 
 // tryCandidate makes attempts on one candidate while the request's
@@ -129,8 +185,12 @@ func tryCandidate(c *call, o *outbound, budget int) (*exchange, *apiError) {
 				return nil, e
 			}
 		}
+		first, e := firstByteWindow(c, o.provider)
+		if e != nil {
+			return nil, e
+		}
 		c.rec.attempts++
-		x, e := attempt(g, c.r, o)
+		x, e := attempt(g, c.r, o, first)
 		if e == nil {
 			return x, nil
 		}
@@ -139,6 +199,9 @@ func tryCandidate(c *call, o *outbound, budget int) (*exchange, *apiError) {
 			// that answer, and no retry is made for it.
 			return nil, exchangeFailure(o.provider.name, nil, c.r.Context(), err)
 		}
+		if c.deadline && !time.Now().Before(c.rec.start.Add(g.cfg.firstByteDeadline)) {
+			return nil, errFirstByteDeadline(g, c.rec.attempts)
+		}
 		if !policy(e).retry || retry >= g.cfg.retry.retries || c.rec.attempts >= budget {
 			return nil, e
 		}
@@ -146,11 +209,45 @@ func tryCandidate(c *call, o *outbound, budget int) (*exchange, *apiError) {
 	}
 }
 
+// firstByteWindow is how long the next attempt may wait for its response
+// headers: the provider's timeout, or less when firstByteDeadline leaves
+// less; an error when it has passed.
+func firstByteWindow(c *call, p *providerRuntime) (time.Duration, *apiError) {
+	if !c.deadline {
+		return p.timeout, nil
+	}
+	left := time.Until(c.rec.start.Add(c.g.cfg.firstByteDeadline))
+	if left <= 0 {
+		return 0, errFirstByteDeadline(c.g, c.rec.attempts)
+	}
+	if left < p.timeout {
+		return left, nil
+	}
+	return p.timeout, nil
+}
+
+// codeFirstByteDeadline is the code of a request whose firstByteDeadline
+// passed.
+const codeFirstByteDeadline = "upstream_timeout"
+
+// errFirstByteDeadline is the 504 of a request no upstream answered
+// within firstByteDeadline.
+func errFirstByteDeadline(g *Gateway, attempts int) *apiError {
+	e := apierr.New(http.StatusGatewayTimeout, "server_error", codeFirstByteDeadline,
+		"no upstream answered within firstByteDeadline ("+g.cfg.firstByteDeadline.String()+"; "+strconv.Itoa(attempts)+" attempts)")
+	e.Class = apierr.ClassStall
+	return e
+}
+
 // waitToRetry logs and sleeps the retry wait before retry number retry;
-// an error when the client left meanwhile.
+// an error when the client left meanwhile, or when the wait would pass
+// firstByteDeadline.
 func waitToRetry(c *call, o *outbound, retry, budget int, last *apiError) *apiError {
 	g := c.g
 	wait := g.cfg.retry.retryWait(retry, last.Status, last.RetryAfter)
+	if c.deadline && time.Now().Add(wait).After(c.rec.start.Add(g.cfg.firstByteDeadline)) {
+		return errFirstByteDeadline(g, c.rec.attempts)
+	}
 	g.log.infof("retrying provider %q in %s (retry %d of %d): %s", o.provider.name, wait, retry, budget-1, last.Error())
 	if !sleepCtx(c.r.Context(), wait) {
 		return exchangeFailure(o.provider.name, nil, c.r.Context(), c.r.Context().Err())
@@ -162,9 +259,10 @@ func waitToRetry(c *call, o *outbound, retry, budget int, last *apiError) *apiEr
 // the outbound streams, the whole body. The failure paths are functions
 // of their own: under Yaegi a call pays for every local of the callee,
 // run or not, so the common path stays small.
-func attempt(g *Gateway, r *http.Request, o *outbound) (*exchange, *apiError) {
+func attempt(g *Gateway, r *http.Request, o *outbound, first time.Duration) (*exchange, *apiError) {
 	p := o.provider
-	ctx, wd := startWatchdog(r.Context(), p.timeout)
+	started := time.Now()
+	ctx, wd := startWatchdogFirst(r.Context(), first, p.timeout)
 	req, err := http.NewRequestWithContext(ctx, o.method, o.url, bytes.NewReader(o.body))
 	if err != nil {
 		wd.stop()
@@ -187,7 +285,7 @@ func attempt(g *Gateway, r *http.Request, o *outbound) (*exchange, *apiError) {
 		return nil, attemptFailure(g, o, wd, r, err)
 	}
 	wd.progress()
-	x := &exchange{resp: resp, body: &progressReader{r: resp.Body, wd: wd}, wd: wd}
+	x := &exchange{resp: resp, body: &progressReader{r: resp.Body, wd: wd}, wd: wd, ttfb: time.Since(started)}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return nil, attemptRefused(g, o, x)
 	}

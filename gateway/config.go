@@ -45,6 +45,13 @@ type Config struct {
 	// MaxUpstreamAttempts bounds one request's outbound attempts, every
 	// retry on every failover candidate included (default 6, 1–40).
 	MaxUpstreamAttempts int `json:"maxUpstreamAttempts"`
+	// FirstByteDeadline bounds the total time one request spends before
+	// an upstream's response headers arrive, every attempt and retry wait
+	// included (Go duration; default: no deadline).
+	FirstByteDeadline string `json:"firstByteDeadline"`
+	// Routing orders a model's candidates (strategy, session affinity)
+	// and guards them (the request-path breaker). See routing.go.
+	Routing *RoutingConfig `json:"routing"`
 	// MaxInFlightBodyRequests caps how many unified/media requests may be
 	// reading and decoding their body at once (0: self-tuned from
 	// GOMAXPROCS; larger than 10000 is clamped to 10000).
@@ -177,6 +184,17 @@ type ProviderConfig struct {
 	// the model rewritten, for a server that implements the Responses
 	// API).
 	ResponsesAPI string `json:"responsesApi"`
+	// MaxConcurrent caps this provider's upstream requests in flight
+	// (0: no cap). A request over the cap waits in a queue of MaxQueue
+	// for at most QueueTimeout, then moves to the next candidate
+	// (failover on) or gets 429 provider_saturated.
+	MaxConcurrent int `json:"maxConcurrent"`
+	// MaxQueue is how many requests may wait for a slot (nil: as many as
+	// MaxConcurrent; 0: none wait). Requires MaxConcurrent.
+	MaxQueue *int `json:"maxQueue"`
+	// QueueTimeout is the longest a request waits for a slot (Go
+	// duration, default "1s"). Requires MaxConcurrent.
+	QueueTimeout string `json:"queueTimeout"`
 }
 
 // GroupConfig is a named set of access lists. Every list is glob-matched
@@ -264,6 +282,28 @@ type FailoverConfig struct {
 	// MaxAttempts is how many candidates one request may try, the first
 	// included (default 3, 1–10).
 	MaxAttempts int `json:"maxAttempts"`
+}
+
+// RoutingConfig orders and guards a model's candidates.
+type RoutingConfig struct {
+	// Strategy orders the candidates of a bare id or of an alias with
+	// several targets: "priority" (the default: registry order),
+	// "round-robin", "weighted", "least-latency" or "least-cost". An
+	// alias's own strategy wins.
+	Strategy string `json:"strategy"`
+	// Breaker tunes the per-provider request-path breaker (defaults:
+	// failureThreshold 3, openDuration "30s", maxOpenDuration "10m").
+	Breaker *BreakerConfig `json:"breaker"`
+	// SessionAffinity keeps a conversation on the provider that served it.
+	SessionAffinity *AffinityConfig `json:"sessionAffinity"`
+}
+
+// AffinityConfig is session affinity (opt-in).
+type AffinityConfig struct {
+	Enabled bool `json:"enabled"`
+	// TTL is a binding's idle life (Go duration, default "24h"): every
+	// use renews it.
+	TTL string `json:"ttl"`
 }
 
 // ModelMetaConfig overrides one model's metadata. A zero field falls

@@ -33,7 +33,7 @@ type discoveryState struct {
 	lastAttempt time.Time
 	refreshing  bool
 	completed   int // finished refreshes, to let the cold-start retry skip
-	breaker     *discoveryBreaker
+	breaker     *circuitBreaker
 }
 
 // discoverer runs model discovery: a synchronous warm fill in New, then
@@ -68,7 +68,7 @@ func newDiscoverer(c *compiledConfig, transport http.RoundTripper, log *logger) 
 	for i := 0; i < len(c.providerNames); i++ {
 		p := c.providers[c.providerNames[i]]
 		if p.discoveryInterval > 0 {
-			d.states = append(d.states, &discoveryState{provider: p, interval: p.discoveryInterval, breaker: newDiscoveryBreaker(c.breaker)})
+			d.states = append(d.states, &discoveryState{provider: p, interval: p.discoveryInterval, breaker: newBreaker(c.breaker)})
 		}
 	}
 	return d

@@ -302,7 +302,7 @@ func TestFetchModelsProviderShapes(t *testing.T) {
 }
 
 func TestDiscoveryBreakerTransitions(t *testing.T) {
-	b := newDiscoveryBreaker(breakerSettings{threshold: 2, open: time.Minute, maxOpen: 3 * time.Minute})
+	b := newBreaker(breakerSettings{threshold: 2, open: time.Minute, maxOpen: 3 * time.Minute})
 	t0 := time.Unix(1700000000, 0)
 	b.failure(t0)
 	if b.state != breakerClosed || !b.allow(t0) {

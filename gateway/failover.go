@@ -55,28 +55,6 @@ func compileMaxUpstreamAttempts(n int) (int, error) {
 	return n, nil
 }
 
-// callCandidates is the candidates a call may walk, in order: the first
-// alone without failover (or on a route without it); with it, the first
-// and then every other candidate the cost guard allows, at most
-// failover.maxAttempts in all.
-func callCandidates(c *call) []candidate {
-	all := c.target.candidates
-	f := c.g.cfg.failover
-	if !f.enabled || !c.route.failover || len(all) < 2 {
-		return all[:1]
-	}
-	out := make([]candidate, 1, f.maxAttempts)
-	out[0] = all[0]
-	for i := 1; i < len(all) && len(out) < f.maxAttempts; i++ {
-		if costAllowed(c.g, all[0], all[i]) {
-			out = append(out, all[i])
-			continue
-		}
-		c.g.failoverLog.skipped(c.g, all[0], all[i])
-	}
-	return out
-}
-
 // costAllowed is the cost guard: cand may stand in for first only when
 // it is no dearer on input and on output per token. Prices resolve as
 // billing resolves them (pricing overrides, then the built-in tables),

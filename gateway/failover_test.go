@@ -39,7 +39,11 @@ func TestFailover(t *testing.T) {
 	a, aCalls := statusUpstream(t, &aStatus)
 	b, bCalls := statusUpstream(t, &bStatus)
 	price := `"pricing": {"a/m1": {"inputPerM": 2, "outputPerM": 4}, "b/m1": {"inputPerM": 2, "outputPerM": 4}},`
-	onSrv, logs := newTestGateway(t, failoverConfig(a.URL, b.URL, `"failover": {"enabled": true}, `+price), nil)
+	// The breaker would open on a after three of these failures: this
+	// test is about the failover walk alone (TestRequestBreaker is the
+	// breaker's).
+	noBreaker := `"routing": {"breaker": {"failureThreshold": 100}}, `
+	onSrv, logs := newTestGateway(t, failoverConfig(a.URL, b.URL, `"failover": {"enabled": true}, `+noBreaker+price), nil)
 	offSrv, _ := newTestGateway(t, failoverConfig(a.URL, b.URL, price), nil)
 	on, off := onSrv.URL, offSrv.URL
 	chat := func(base, model string) int {

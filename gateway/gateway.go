@@ -47,6 +47,7 @@ type Gateway struct {
 	cache       *responseCache // nil: no response cache
 	started     time.Time
 	failoverLog failoverLog
+	router      *router
 	// keepaliveEvery is the silence after which a translated stream gets
 	// its format's keepalive event (keepaliveEvery; tests shorten it).
 	keepaliveEvery time.Duration
@@ -85,6 +86,7 @@ func New(next http.Handler, cfg *Config, opts Options) (*Gateway, error) {
 	}
 	g.pricer = newPricer(compiled.pricing, compiled.modelMeta, warnings)
 	var counters store.Counter = inProcessStore(opts, "limits")
+	var affinityGuard *store.Guarded
 	var fallback *store.Memory
 	failOpen := true
 	if rs := compiled.redis; rs != nil {
@@ -92,11 +94,20 @@ func New(next http.Handler, cfg *Config, opts Options) (*Gateway, error) {
 		g.redis = store.NewRedis(rs.conn)
 		guarded := store.NewGuarded(g.redis, store.GuardOptions{})
 		counters = guarded
+		affinityGuard = guarded
 		fallback = inProcessStore(opts, "fallback")
 		failOpen = rs.failOpen
 		if compiled.cache.enabled {
 			g.cache = newResponseCache(guarded, log, compiled.cache.maxBodyBytes)
 		}
+	}
+	g.router = newRouter(compiled, log)
+	if compiled.routing.affinity {
+		var shared affinityStore
+		if g.redis != nil {
+			shared = affinityGuard
+		}
+		g.router.affinity = newAffinityBook(compiled.routing.affinityTTL, shared, log)
 	}
 	g.limiter = newLimiter(counters, fallback, failOpen, nil, log)
 	g.limiter.holdTTL = compiled.reservationTTL

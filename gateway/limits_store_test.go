@@ -80,6 +80,10 @@ func (h *hungStore) GetBlob(ctx context.Context, key string) ([]byte, bool, erro
 	return nil, false, ctx.Err()
 }
 
+func (h *hungStore) GetBlobRenew(ctx context.Context, key string, ttl time.Duration) ([]byte, bool, error) {
+	return h.GetBlob(ctx, key)
+}
+
 func (h *hungStore) SetBlob(ctx context.Context, key string, value []byte, ttl time.Duration) error {
 	h.calls.Add(1)
 	<-ctx.Done()

@@ -49,6 +49,24 @@ type requestRecord struct {
 	latency   time.Duration
 	usage     translate.Usage // as accounted (reported, estimated, or none)
 	cache     string          // "hit", "miss", or "" when the request was not cacheable
+	// strategy is the routing strategy that ordered the candidates (""
+	// when routing had no choice to make); affinity is "bound", "new",
+	// "moved" or "" (session affinity did not decide); skipped names the
+	// candidates ("provider/model") left out as unhealthy; tried is
+	// every candidate the call stage reached, in order.
+	strategy string
+	affinity string
+	skipped  []string
+	tried    []triedCandidate
+}
+
+// triedCandidate is one candidate's turn in the call stage: how many
+// upstream attempts it got and how it ended ("served", the error code,
+// or "skipped" when its half-open probe was already running).
+type triedCandidate struct {
+	candidate string
+	attempts  int
+	outcome   string
 }
 
 // noteError records e as the request's error: the first error wins, and

@@ -105,6 +105,7 @@ type modelRoute struct {
 	alias      string // the alias the client used; "" for a direct id
 	maxOutput  int64  // the first candidate's maximum output tokens (the alias's modelMeta entry first); 0 unknown
 	candidates []candidate
+	strategy   string // the alias's own routing strategy; "" the global one
 }
 
 // candidate is one provider that can serve a request, with its own id
@@ -113,6 +114,7 @@ type candidate struct {
 	provider  *providerRuntime
 	model     string
 	maxOutput int64
+	weight    int // the weighted strategy's weight (0 or 1: one share)
 }
 
 // newCandidate builds a snapshot's candidate for provider p's model,

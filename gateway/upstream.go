@@ -66,6 +66,13 @@ func startWatchdog(parent context.Context, timeout time.Duration) (context.Conte
 	return ctx, &watchdog{timeout: timeout, timer: time.AfterFunc(timeout, cancel), parent: parent, ctx: ctx, cancel: cancel}
 }
 
+// startWatchdogFirst is startWatchdog whose first window — to the
+// response headers — is first instead of timeout.
+func startWatchdogFirst(parent context.Context, first, timeout time.Duration) (context.Context, *watchdog) {
+	ctx, cancel := context.WithCancel(parent)
+	return ctx, &watchdog{timeout: timeout, timer: time.AfterFunc(first, cancel), parent: parent, ctx: ctx, cancel: cancel}
+}
+
 // progress records upstream progress, restarting the idle window.
 func (w *watchdog) progress() { w.timer.Reset(w.timeout) }
 

@@ -138,6 +138,20 @@ func (s *Guarded) GetBlob(ctx context.Context, key string) ([]byte, bool, error)
 	return v, found, err
 }
 
+// GetBlobRenew is the inner GetBlobRenew under the guard.
+func (s *Guarded) GetBlobRenew(ctx context.Context, key string, ttl time.Duration) ([]byte, bool, error) {
+	ok, probe := s.begin()
+	if !ok {
+		return nil, false, errCoolingDown
+	}
+	opCtx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	started := s.now()
+	v, found, err := s.inner.GetBlobRenew(opCtx, key, ttl)
+	s.end(ctx, opCtx, err, probe, started)
+	return v, found, err
+}
+
 // SetBlob is the inner SetBlob under the guard.
 func (s *Guarded) SetBlob(ctx context.Context, key string, value []byte, ttl time.Duration) error {
 	ok, probe := s.begin()

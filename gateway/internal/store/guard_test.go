@@ -49,6 +49,10 @@ func (h *scriptedStore) GetBlob(ctx context.Context, key string) ([]byte, bool, 
 	return nil, false, h.do(ctx)
 }
 
+func (h *scriptedStore) GetBlobRenew(ctx context.Context, key string, ttl time.Duration) ([]byte, bool, error) {
+	return h.GetBlob(ctx, key)
+}
+
 func (h *scriptedStore) SetBlob(ctx context.Context, key string, value []byte, ttl time.Duration) error {
 	return h.do(ctx)
 }

@@ -61,6 +61,9 @@ type providerRuntime struct {
 	// discoveryInterval is 0 when discovery is off.
 	discoveryInterval time.Duration
 	metadataPath      string
+	// slots caps the provider's requests in flight (maxConcurrent); nil:
+	// no cap. The one piece of runtime state in a providerRuntime.
+	slots *providerSlots
 }
 
 // grant is one set of access lists that can authorize a request on its
@@ -134,7 +137,9 @@ type compiledConfig struct {
 	modelMeta          map[string]*ModelMetaConfig
 	retry              retrySettings
 	failover           failoverSettings
-	maxAttempts        int            // maxUpstreamAttempts
+	maxAttempts        int           // maxUpstreamAttempts
+	firstByteDeadline  time.Duration // 0: none
+	routing            routingSettings
 	redis              *redisSettings // nil: no Redis
 	allowUnpriced      bool
 	trustedProxies     []*net.IPNet // whose X-Forwarded-For names the client (auth throttling)
@@ -170,6 +175,12 @@ func compileConfig(cfg *Config) (*compiledConfig, error) {
 	if c.maxAttempts, err = compileMaxUpstreamAttempts(cfg.MaxUpstreamAttempts); err != nil {
 		return nil, err
 	}
+	if c.firstByteDeadline, err = parseTimeout("firstByteDeadline", cfg.FirstByteDeadline, 0); err != nil {
+		return nil, err
+	}
+	if c.routing, err = compileRouting(cfg.Routing); err != nil {
+		return nil, err
+	}
 	if c.redis, err = compileRedis(cfg.Redis); err != nil {
 		return nil, err
 	}
@@ -193,7 +204,7 @@ func compileConfig(cfg *Config) (*compiledConfig, error) {
 	if clamped {
 		c.warnings = append(c.warnings, fmt.Sprintf("maxInFlightBodyRequests is above %d; clamped to %d", maxBodySlots, maxBodySlots))
 	}
-	if c.breaker, err = compileBreaker(cfg.Breaker); err != nil {
+	if c.breaker, err = compileBreaker("breaker", cfg.Breaker, discoveryBreakerDefaults); err != nil {
 		return nil, err
 	}
 	if c.modelMeta, err = compileModelMeta(cfg.ModelMeta); err != nil {
@@ -341,6 +352,9 @@ func compileProvider(field, name string, pc *ProviderConfig, globalTimeout time.
 	sort.Strings(p.models)
 	p.timeout, err = parseTimeout(field+".requestTimeout", pc.RequestTimeout, globalTimeout)
 	if err != nil {
+		return nil, err
+	}
+	if p.slots, err = compileSlots(field, pc); err != nil {
 		return nil, err
 	}
 	interval, err := parseTimeout(field+".discoveryInterval", pc.DiscoveryInterval, defaultDiscoveryInterval)

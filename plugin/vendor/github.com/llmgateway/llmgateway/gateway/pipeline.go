@@ -37,11 +37,19 @@ type call struct {
 	// hubConv is the request of a non-hub inbound API converted to the
 	// hub (viaHub); nil until a candidate needs it.
 	hubConv *hubConversion
-	rec     requestRecord
+	// cands is the routing stage's walk (routing.go): the candidates the
+	// call stage tries, in order. forceFirst: every candidate was unhealthy
+	// and the first is attempted anyway. aff is the session's binding
+	// (nil: no affinity). deadline: firstByteDeadline is set.
+	cands      []candidate
+	forceFirst bool
+	aff        *callAffinity
+	deadline   bool
+	rec        requestRecord
 }
 
 func newCall(g *Gateway, w http.ResponseWriter, r *http.Request, rt *route) *call {
-	return &call{g: g, w: w, r: r, route: rt, format: rt.format,
+	return &call{g: g, w: w, r: r, route: rt, format: rt.format, deadline: g.cfg.firstByteDeadline > 0,
 		rec: requestRecord{route: rt.name, format: rt.format.name, start: time.Now()}}
 }
 
@@ -109,7 +117,8 @@ func admitBody(c *call) bool {
 // resolve finds the model's candidates and authorizes the caller: 404
 // when nothing serves it, 403 when the caller may not use its first
 // candidate, 501 when that candidate's provider type cannot serve the
-// route. Candidates the caller may not use are dropped.
+// route. Candidates the caller may not use are dropped; the routing
+// stage then orders the rest (orderCandidates).
 func resolve(c *call) bool {
 	target, e := resolveModel(c.g, c.user, c.req.model)
 	if e != nil {
@@ -123,6 +132,7 @@ func resolve(c *call) bool {
 		reject(c, errNotSupported(first.provider, c.route))
 		return false
 	}
+	orderCandidates(c)
 	return true
 }
 

@@ -246,6 +246,29 @@ func (s *Redis) GetBlob(ctx context.Context, key string) ([]byte, bool, error) {
 	return []byte(r.str), true, nil
 }
 
+// GetBlobRenew is GET key and EXPIRE key seconds in one round trip: the
+// value, and a renewed idle time to live (a missing key stays missing).
+func (s *Redis) GetBlobRenew(ctx context.Context, key string, ttl time.Duration) ([]byte, bool, error) {
+	replies, err := s.c.pipeline(ctx, [][]string{{"GET", key}, {"EXPIRE", key, strconv.FormatInt(ttlSeconds(ttl), 10)}})
+	if err != nil {
+		return nil, false, err
+	}
+	r := replies[0]
+	if r.kind == '-' {
+		return nil, false, redisReplyError("GET", r)
+	}
+	if replies[1].kind == '-' {
+		return nil, false, redisReplyError("EXPIRE", replies[1])
+	}
+	if r.kind != '$' {
+		return nil, false, errors.New("redis: GET: unexpected reply type " + strconv.QuoteRune(rune(r.kind)))
+	}
+	if r.null {
+		return nil, false, nil
+	}
+	return []byte(r.str), true, nil
+}
+
 // SetBlob is SET key value EX seconds (rounded up, at least 1).
 func (s *Redis) SetBlob(ctx context.Context, key string, value []byte, ttl time.Duration) error {
 	replies, err := s.c.pipeline(ctx, [][]string{{"SET", key, string(value), "EX", strconv.FormatInt(ttlSeconds(ttl), 10)}})

@@ -31,6 +31,9 @@ type Blob interface {
 	// SetBlob stores value for ttl (rounded up to whole seconds, at
 	// least one).
 	SetBlob(ctx context.Context, key string, value []byte, ttl time.Duration) error
+	// GetBlobRenew is GetBlob that also renews an existing key's time to
+	// live to ttl, in the same round trip.
+	GetBlobRenew(ctx context.Context, key string, ttl time.Duration) ([]byte, bool, error)
 }
 
 // Shared is a store that is a Counter, a Blob and a Holder: Redis, and the

@@ -1,0 +1,309 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"sync"
+	"time"
+)
+
+// Session affinity (routing.sessionAffinity): a conversation stays on the
+// candidate that served it, so the upstream's prompt cache stays warm.
+//
+// The session key is the first of the session headers clients send
+// (sessionHeaders), else a hash of the request's first system and first
+// user message. A binding maps (the client's model id, the session key)
+// to the candidate ("provider/model") that served the session last; its
+// key is a SHA-256 of both, so neither appears in the store or in a log.
+// With Redis the binding lives there (every replica reads and moves the
+// same one; a replica keeps what it read for at most affinityCacheFor),
+// else in process. Every read renews its idle TTL.
+
+// sessionHeaders name the session in the headers clients send: a
+// generic one, Open WebUI's chat id, Claude Code's session id, and Codex
+// CLI's session_id (underscore; Session-Id is its dashed spelling).
+var sessionHeaders = []string{"X-Session-Id", "X-Openwebui-Chat-Id", "X-Claude-Code-Session-Id", "Session_id", "Session-Id"}
+
+// affinityCacheFor is how long a replica trusts a binding it read from
+// Redis.
+const affinityCacheFor = time.Second
+
+// maxLocalBindings bounds the in-process bindings (and the Redis read
+// cache); past it, expired ones are swept and new ones not kept.
+const maxLocalBindings = 100000
+
+// affinityStore is the shared binding store (the guarded Redis store).
+type affinityStore interface {
+	GetBlobRenew(ctx context.Context, key string, ttl time.Duration) ([]byte, bool, error)
+	SetBlob(ctx context.Context, key string, value []byte, ttl time.Duration) error
+}
+
+// affinityBook holds the bindings.
+type affinityBook struct {
+	ttl    time.Duration
+	shared affinityStore // nil: in process only
+	now    func() time.Time
+	log    *logger
+	mu     sync.Mutex
+	// local is the in-process bindings or, with a shared store, the
+	// bindings read from it; at is when it was last used (in process) or
+	// read (shared).
+	local map[string]affinityEntry
+}
+
+type affinityEntry struct {
+	target string
+	at     time.Time
+}
+
+func newAffinityBook(ttl time.Duration, shared affinityStore, log *logger) *affinityBook {
+	return &affinityBook{ttl: ttl, shared: shared, now: time.Now, log: log, local: map[string]affinityEntry{}}
+}
+
+// bindingKey is the store key of (model id, session key).
+func bindingKey(model, session string) string {
+	sum := sha256.Sum256([]byte(model + "\x00" + session))
+	return "llmgw:aff:" + hex.EncodeToString(sum[:16])
+}
+
+// logName is a binding key's short form for logs.
+func logName(key string) string {
+	return key[len("llmgw:aff:") : len("llmgw:aff:")+12]
+}
+
+// lookup is key's bound candidate ("" none). fresh skips the replica's
+// read cache.
+func (b *affinityBook) lookup(ctx context.Context, key string, fresh bool) string {
+	now := b.now()
+	b.mu.Lock()
+	e, ok := b.local[key]
+	if b.shared == nil {
+		if ok && now.Sub(e.at) < b.ttl {
+			e.at = now
+			b.local[key] = e
+			b.mu.Unlock()
+			return e.target
+		}
+		delete(b.local, key)
+		b.mu.Unlock()
+		return ""
+	}
+	b.mu.Unlock()
+	if ok && !fresh && now.Sub(e.at) < affinityCacheFor {
+		return e.target
+	}
+	v, found, err := b.shared.GetBlobRenew(ctx, key, b.ttl)
+	if err != nil {
+		b.log.warnf("session affinity: reading binding %s: %v (routing without it)", logName(key), err)
+		if ok {
+			return e.target
+		}
+		return ""
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !found {
+		delete(b.local, key)
+		return ""
+	}
+	b.keep(key, affinityEntry{target: string(v), at: now}, now)
+	return string(v)
+}
+
+// bind points key at target, in the store before it returns.
+func (b *affinityBook) bind(ctx context.Context, key, target string) {
+	now := b.now()
+	b.mu.Lock()
+	b.keep(key, affinityEntry{target: target, at: now}, now)
+	b.mu.Unlock()
+	if b.shared == nil {
+		return
+	}
+	if err := b.shared.SetBlob(ctx, key, []byte(target), b.ttl); err != nil {
+		b.log.warnf("session affinity: writing binding %s: %v", logName(key), err)
+	}
+}
+
+// keep stores e under key within the size bound (b.mu held).
+func (b *affinityBook) keep(key string, e affinityEntry, now time.Time) {
+	if _, ok := b.local[key]; !ok && len(b.local) >= maxLocalBindings {
+		life := b.ttl
+		if b.shared != nil {
+			life = affinityCacheFor
+		}
+		for k, old := range b.local {
+			if now.Sub(old.at) >= life {
+				delete(b.local, k)
+			}
+		}
+		if len(b.local) >= maxLocalBindings {
+			return
+		}
+	}
+	b.local[key] = e
+}
+
+// callAffinity is one request's session binding.
+type callAffinity struct {
+	key   string // the binding key
+	bound string // the candidate bound before the request ("" none)
+}
+
+// sessionKey is the request's session key: a session header, else the
+// hash of its first system and first user message; "" when it has
+// neither.
+func sessionKey(c *call) string {
+	for i := 0; i < len(sessionHeaders); i++ {
+		if v := c.r.Header.Get(sessionHeaders[i]); v != "" {
+			return sessionHeaders[i] + ":" + v
+		}
+	}
+	return conversationSeed(c.req.raw)
+}
+
+// seedBody is what conversationSeed reads of a chat-shaped body, in any
+// inbound format: OpenAI chat and Ollama chat (messages), Anthropic
+// (system, messages), Responses (instructions, input), Ollama generate
+// (system, prompt).
+type seedBody struct {
+	System       json.RawMessage `json:"system"`
+	Instructions json.RawMessage `json:"instructions"`
+	Prompt       json.RawMessage `json:"prompt"`
+	Messages     []seedMessage   `json:"messages"`
+	Input        json.RawMessage `json:"input"`
+}
+
+type seedMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// conversationSeed hashes the first system and first user message of
+// body ("" when it has no user message).
+func conversationSeed(body []byte) string {
+	var b seedBody
+	if json.Unmarshal(body, &b) != nil {
+		return ""
+	}
+	msgs := b.Messages
+	var user json.RawMessage
+	if len(b.Input) > 0 && b.Input[0] == '"' {
+		user = b.Input
+	} else if len(b.Input) > 0 && b.Input[0] == '[' {
+		var items []seedMessage
+		if json.Unmarshal(b.Input, &items) == nil {
+			msgs = append(items, msgs...)
+		}
+	}
+	system := b.System
+	if len(system) == 0 {
+		system = b.Instructions
+	}
+	for i := 0; i < len(msgs); i++ {
+		role := msgs[i].Role
+		if len(system) == 0 && (role == "system" || role == "developer") {
+			system = msgs[i].Content
+		}
+		if len(user) == 0 && role == "user" {
+			user = msgs[i].Content
+		}
+	}
+	if len(user) == 0 {
+		user = b.Prompt
+	}
+	if len(user) == 0 {
+		return ""
+	}
+	h := sha256.New()
+	h.Write(system)
+	h.Write([]byte{0})
+	h.Write(user)
+	return "conversation:" + hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// applyAffinity moves the candidate the request's session is bound to
+// to the front of ordered, when it is there and healthy.
+func applyAffinity(c *call, ordered []candidate) []candidate {
+	book := c.g.router.affinity
+	if book == nil || c.route.noOutput {
+		return ordered
+	}
+	session := sessionKey(c)
+	if session == "" {
+		return ordered
+	}
+	c.aff = &callAffinity{key: bindingKey(c.req.model, session)}
+	c.aff.bound = book.lookup(c.r.Context(), c.aff.key, false)
+	if c.aff.bound == "" {
+		return ordered
+	}
+	for i := 0; i < len(ordered); i++ {
+		if candidateName(ordered[i]) != c.aff.bound {
+			continue
+		}
+		if c.g.router.health.standing(ordered[i]) == healthOK {
+			first := ordered[i]
+			copy(ordered[1:i+1], ordered[:i])
+			ordered[0] = first
+			c.rec.affinity = affinityBound
+		}
+		break
+	}
+	return ordered
+}
+
+// Request record values of affinity.
+const (
+	affinityBound = "bound" // the bound candidate went first
+	affinityNew   = "new"   // the session had no binding; one was made
+	affinityMoved = "moved" // another candidate served; the binding moved to it
+)
+
+func candidateName(c candidate) string { return c.provider.name + "/" + c.model }
+
+// noteServed updates the session's binding after cand served it: made
+// when there was none, moved when another candidate served.
+func noteServed(c *call, cand candidate) {
+	a := c.aff
+	if a == nil {
+		return
+	}
+	name := candidateName(cand)
+	if name == a.bound {
+		return
+	}
+	book := c.g.router.affinity
+	book.bind(c.r.Context(), a.key, name)
+	if a.bound == "" {
+		c.rec.affinity = affinityNew
+		return
+	}
+	c.rec.affinity = affinityMoved
+	book.log.infof("session affinity: session %s moved from %q to %q", logName(a.key), a.bound, name)
+	a.bound = name
+}
+
+// rebound re-reads the session's binding from the store after its bound
+// candidate cands[i] failed: when another replica already moved it to a
+// later candidate, that one is tried next.
+func rebound(c *call, cands []candidate, i int) {
+	a := c.aff
+	if a == nil || a.bound == "" || candidateName(cands[i]) != a.bound || c.g.router.affinity.shared == nil {
+		return
+	}
+	now := c.g.router.affinity.lookup(c.r.Context(), a.key, true)
+	if now == "" || now == a.bound {
+		return
+	}
+	for j := i + 1; j < len(cands); j++ {
+		if candidateName(cands[j]) == now {
+			moved := cands[j]
+			copy(cands[i+2:j+1], cands[i+1:j])
+			cands[i+1] = moved
+			a.bound = now
+			return
+		}
+	}
+}
