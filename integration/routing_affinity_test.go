@@ -206,8 +206,9 @@ func TestAffinityMovesOnFailure(t *testing.T) {
 // one provider; a third replica started later agrees (the binding is in
 // Redis, not in either process). Killing a bound provider moves its
 // sessions: the next request fails over, and every later request
-// through any replica sticks to the new provider. Six sessions, so that
-// a replica acting on a stale binding would show.
+// through any replica sticks to the new provider, although each replica
+// may have read the old binding less than a second before (its read
+// cache) and has seen the dead provider fail.
 func TestAffinityAcrossReplicas(t *testing.T) {
 	t.Parallel()
 	rs := redisproc.Start(t)
@@ -225,11 +226,20 @@ func TestAffinityAcrossReplicas(t *testing.T) {
 	// binding the replicas would now bind a session differently.
 	rtSessionRequest(t, ps, a.URL, nil, h, "offset")
 
-	sessions := []string{"s1", "s2", "s3", "s4", "s5", "s6"}
+	// Twelve sessions, bound round-robin: four on each provider, so
+	// that the killed one has more sessions than the breaker threshold
+	// (3): the later ones meet an open breaker on every replica.
+	var sessions []string
+	for i := 1; i <= 12; i++ {
+		sessions = append(sessions, fmt.Sprintf("s%02d", i))
+	}
 	bound := map[string]string{}
 	for _, s := range sessions {
 		var got []string
-		for i := 0; i < 6; i++ {
+		// Four requests, two on each replica: the rotation advances on
+		// every request, bound or not, so a multiple of three on one
+		// replica would land every new session on the same provider.
+		for i := 0; i < 4; i++ {
 			gw := a
 			if i%2 == 1 {
 				gw = b
@@ -246,8 +256,8 @@ func TestAffinityAcrossReplicas(t *testing.T) {
 		assert.Equal(t, bound[s], rtSessionRequest(t, ps, c.URL, nil, h, s), "a new replica reads session %s's binding from Redis", s)
 	}
 
-	// Kill the provider of s1.
-	killed := bound["s1"]
+	// Kill the provider of s01.
+	killed := bound["s01"]
 	byName[killed].srv.Close()
 	replicas := []*gwproc.Process{a, b, c}
 	for _, s := range sessions {
@@ -259,11 +269,14 @@ func TestAffinityAcrossReplicas(t *testing.T) {
 		}
 		moved := rtSessionRequest(t, ps, a.URL, nil, h, s) // fails over from the dead one
 		require.NotEqual(t, killed, moved)
-		var got []string
+		var got, trail []string
 		for i := 0; i < 9; i++ {
-			got = append(got, rtSessionRequest(t, ps, replicas[(i+1)%3].URL, nil, h, s))
+			r := (i + 1) % 3
+			p := rtSessionRequest(t, ps, replicas[r].URL, nil, h, s)
+			got = append(got, p)
+			trail = append(trail, "abc"[r:r+1]+"→"+p)
 		}
-		assert.Equal(t, map[string]int{moved: 9}, distinct(got), "session %s after its provider %s died (moved to %s on replica a), through b, c, a, ...", s, killed, moved)
+		assert.Equal(t, map[string]int{moved: 9}, distinct(got), "session %s after its provider %s died (moved to %s on replica a), then %v", s, killed, moved, trail)
 	}
 }
 

@@ -1,6 +1,7 @@
 package integration_test
 
 import (
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -235,4 +236,72 @@ func TestRoutingRateLimitParks(t *testing.T) {
 		assert.Equal(t, "5", res.header.Get("Retry-After"))
 		assert.Equal(t, int64(0), pb.total())
 	})
+}
+
+// TestRoutingBreakerOneProbe: while the half-open probe is in flight
+// (held inside pa), every other request goes to pb: one probe, not one
+// per request.
+func TestRoutingBreakerOneProbe(t *testing.T) {
+	t.Parallel()
+	pa, pb, base := rtPair(t, rtBreakerConfig("1s"))
+	pa.status.Store(503)
+	rtTripBreaker(t, base, pa, pb)
+	pa.status.Store(0)
+	release := pa.holdRequests()
+	t.Cleanup(release)
+
+	// Poll in the background (a request every 50 ms) until one is the
+	// probe, held inside pa.
+	results := make(chan rlResult, 200)
+	deadline := time.After(5 * time.Second)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	launched := 0
+wait:
+	for {
+		select {
+		case <-pa.entered:
+			break wait
+		case <-deadline:
+			t.Fatal("no half-open probe reached pa within 5s")
+		case <-tick.C:
+			launched++
+			go func() { results <- rtPost(t, base, rtChat(rtModel, "poll", false)) }()
+		}
+	}
+	require.Equal(t, int64(4), pa.total(), "the probe")
+	for i := 0; i < 10; i++ {
+		rtOK(t, base, rtModel)
+	}
+	assert.Equal(t, int64(4), pa.total(), "no second probe while the first runs")
+	release()
+	for i := 0; i < launched; i++ {
+		res := rtAwait(t, results)
+		assert.Equal(t, 200, res.status, "%s", res)
+	}
+	// The probe succeeded: pa serves again.
+	before := rtProviders{pa, pb}.counts()
+	rtOK(t, base, rtModel)
+	assert.Equal(t, "pa", rtProviders{pa, pb}.served(t, before))
+}
+
+// TestRoutingBreakerFailureKinds: a 429 without Retry-After, a 404, a
+// 500, a refused provider key (401) and a stall are failures alike:
+// three in a row of one kind open the breaker. (The core counts 404 and
+// 429 against a provider/model breaker and the others against the
+// provider's, so a mix of kinds is not tested here.)
+func TestRoutingBreakerFailureKinds(t *testing.T) {
+	t.Parallel()
+	for _, status := range []int32{429, 404, 500, 401} {
+		status := status
+		t.Run(fmt.Sprint(status), func(t *testing.T) {
+			t.Parallel()
+			pa, pb, base := rtPair(t, rtBreakerConfig("30s"))
+			pa.status.Store(status)
+			rtTripBreaker(t, base, pa, pb)
+			pa.status.Store(0)
+			rtOK(t, base, rtModel)
+			assert.Equal(t, map[string]int64{"pa": 3, "pb": 4}, rtProviders{pa, pb}.counts(), "open after three %ds", status)
+		})
+	}
 }

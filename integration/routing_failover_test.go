@@ -297,6 +297,25 @@ func TestFailoverFirstByteDeadline(t *testing.T) {
 		assert.Less(t, elapsed, 2500*time.Millisecond)
 		assert.Equal(t, map[string]int64{"pa": 1, "pb": 1, "pc": 1}, ps.counts())
 	})
+	t.Run("retry_wait_counts", func(t *testing.T) {
+		t.Parallel()
+		// pa answers 503; the retry wait (2 s base) would pass the
+		// 500 ms deadline: 504 at once, no second attempt.
+		pa := rtNewProvider(t, "pa", mockupstream.Options{})
+		pa.status.Store(503)
+		gw := rtStart(t, rtConfig(rtProviders{pa}, map[string]interface{}{
+			"firstByteDeadline": "500ms",
+			"retry":             map[string]interface{}{"enabled": true, "attempts": 3, "backoff": "2s"},
+		}))
+		res := rtPost(t, gw.URL, rtChat(rtModel, "deadline", false))
+		require.NoError(t, res.err)
+		assert.Equal(t, http.StatusGatewayTimeout, res.status, "%s", res)
+		if res.status == http.StatusGatewayTimeout {
+			assert.Equal(t, "upstream_timeout", rtErrorCode(t, res.body))
+		}
+		assert.Less(t, res.end.Sub(res.start), 1500*time.Millisecond)
+		assert.Equal(t, int64(1), pa.total())
+	})
 	t.Run("without_deadline_a_stall_is_502", func(t *testing.T) {
 		t.Parallel()
 		// The control: the same single stall without firstByteDeadline is
