@@ -131,7 +131,7 @@ type compiledConfig struct {
 	users              []compiledUser // inline merged with the users file at construction
 	passthroughUnknown bool
 	requestTimeout     time.Duration
-	aliases            map[string]string
+	aliases            map[string]*aliasSpec
 	aliasNames         []string // sorted
 	breaker            breakerSettings
 	modelMeta          map[string]*ModelMetaConfig
@@ -414,12 +414,19 @@ func (c *compiledConfig) compileGroups(groups map[string]*GroupConfig) error {
 
 // compileAliases validates modelAliases: a non-empty alias without
 // control characters, not shadowed by a configured provider's prefix, not
-// equal to any provider's explicit model, and a non-empty target that is
-// not itself an alias. A target no provider knows is accepted: it
-// resolves lazily, at request time.
-func (c *compiledConfig) compileAliases(aliases map[string]string) error {
-	c.aliases = make(map[string]string, len(aliases))
-	for alias, target := range aliases {
+// equal to any provider's explicit model, and a value of one of the forms
+// aliasValue reads whose targets are non-empty, distinct and not
+// themselves aliases. A target no provider knows is accepted: it
+// resolves once a provider serves it.
+func (c *compiledConfig) compileAliases(aliases map[string]interface{}) error {
+	c.aliases = make(map[string]*aliasSpec, len(aliases))
+	names := make([]string, 0, len(aliases))
+	for alias := range aliases {
+		names = append(names, alias)
+	}
+	sort.Strings(names)
+	for n := 0; n < len(names); n++ {
+		alias := names[n]
 		field := fmt.Sprintf("modelAliases[%q]", alias)
 		if strings.TrimSpace(alias) == "" || hasControlChar(alias) {
 			return fmt.Errorf("config: %s: an alias must be non-empty and contain no control characters", field)
@@ -434,16 +441,17 @@ func (c *compiledConfig) compileAliases(aliases map[string]string) error {
 				return fmt.Errorf("config: %s: provider %q already serves a model with this id", field, c.providerNames[i])
 			}
 		}
-		if strings.TrimSpace(target) == "" {
-			return fmt.Errorf("config: %s: the target is empty", field)
+		in, err := aliasValue(field, aliases[alias])
+		if err != nil {
+			return fmt.Errorf("config: %v", err)
 		}
-		if _, chained := aliases[target]; chained {
-			return fmt.Errorf("config: %s: the target %q is itself an alias (alias chains are not allowed)", field, target)
+		spec, err := compileAliasSpec(field, in, aliases)
+		if err != nil {
+			return fmt.Errorf("config: %v", err)
 		}
-		c.aliases[alias] = target
-		c.aliasNames = append(c.aliasNames, alias)
+		c.aliases[alias] = spec
 	}
-	sort.Strings(c.aliasNames)
+	c.aliasNames = names
 	return nil
 }
 

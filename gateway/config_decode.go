@@ -80,6 +80,11 @@ func coerceValue(path string, value interface{}, t reflect.Type) (interface{}, e
 		return coerceInt(path, value)
 	case reflect.Float32, reflect.Float64:
 		return coerceFloat(path, value)
+	case reflect.Interface:
+		// A field that takes several shapes (a modelAliases value) has
+		// no schema here: it passes through as delivered (Traefik's
+		// strings included), and the compile step reads each shape.
+		return value, nil
 	}
 	return nil, fmt.Errorf("%s: unsupported config type %s", displayPath(path), t.Kind())
 }

@@ -51,6 +51,7 @@ func TestDecodeConfigJSONErrors(t *testing.T) {
 		{"trailing_data", `{"providers":{}} {}`, []string{"after"}},
 		{"trailing_garbage", `{} x`, []string{"after"}},
 		{"wrong_type", `{"passthroughUnknown":"yes"}`, []string{"passthroughUnknown"}},
+		{"model_aliases_not_a_map", `{"modelAliases":["fast"]}`, []string{"modelAliases"}},
 		{"not_an_object", `[]`, []string{"config"}},
 		{"syntax", `{"providers":`, []string{"config"}},
 		{"empty", ``, []string{"config"}},
@@ -175,6 +176,9 @@ func TestConfigFromMapEmptyForms(t *testing.T) {
 		{"bool_string_spaces", map[string]interface{}{"passthroughUnknown": " TRUE "}, func(c *Config) bool { return c.PassthroughUnknown }},
 		{"case_insensitive_key", map[string]interface{}{"PassthroughUnknown": "1"}, func(c *Config) bool { return c.PassthroughUnknown }},
 		{"number_as_string_field", map[string]interface{}{"providers": map[string]interface{}{"p": map[string]interface{}{"apiKey": 12345.0}}}, func(c *Config) bool { return c.Providers["p"].APIKey == "12345" }},
+		{"model_aliases_empty_string", map[string]interface{}{"modelAliases": ""}, func(c *Config) bool { return c.ModelAliases != nil && len(c.ModelAliases) == 0 }},
+		{"model_alias_string_not_split", map[string]interface{}{"modelAliases": map[string]interface{}{"fast": "a, b"}}, func(c *Config) bool { return c.ModelAliases["fast"] == "a, b" }},
+		{"model_alias_null_kept_null", map[string]interface{}{"modelAliases": map[string]interface{}{"fast": nil}}, func(c *Config) bool { v, ok := c.ModelAliases["fast"]; return ok && v == nil }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -204,6 +208,7 @@ func TestConfigFromMapErrors(t *testing.T) {
 		{"bad_passthrough_bool", map[string]interface{}{"providers": map[string]interface{}{"p": map[string]interface{}{"passthrough": "nah"}}}, []string{"providers.p.passthrough", `"nah"`}},
 		{"object_for_string", map[string]interface{}{"requestTimeout": map[string]interface{}{}}, []string{"requestTimeout"}},
 		{"list_for_map", map[string]interface{}{"providers": []interface{}{"a"}}, []string{"providers"}},
+		{"list_for_model_aliases", map[string]interface{}{"modelAliases": []interface{}{"a"}}, []string{"modelAliases: expected a map"}},
 		{"string_for_struct", map[string]interface{}{"users": "alice"}, []string{"users"}},
 		{"number_for_list_item_struct", map[string]interface{}{"users": map[string]interface{}{"inline": []interface{}{1.0}}}, []string{"users.inline[0]"}},
 	}
@@ -220,5 +225,35 @@ func TestConfigFromMapErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A modelAliases value (an interface{} field) passes through ConfigFromMap
+// as Traefik delivered it, strings included: the compile step reads each
+// shape (aliases_multi_test.go).
+func TestConfigFromMapModelAliasValues(t *testing.T) {
+	cfg, err := ConfigFromMap(map[string]interface{}{"modelAliases": map[string]interface{}{
+		"plain": "m1",
+		"list":  []interface{}{"m1", "p/m2"},
+		"obj":   map[string]interface{}{"targets": "m1,p/m2", "strategy": "weighted", "weights": []interface{}{"3", "1"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(cfg.ModelAliases)
+	want := `{"list":["m1","p/m2"],"obj":{"strategy":"weighted","targets":"m1,p/m2","weights":["3","1"]},"plain":"m1"}`
+	if string(got) != want {
+		t.Fatalf("modelAliases decoded as %s, want %s", got, want)
+	}
+	doc, err := DecodeConfigJSON([]byte(`{"modelAliases":{"obj":{"targets":["m1"],"strategy":"weighted","weights":[2]}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, ok := doc.ModelAliases["obj"].(map[string]interface{})
+	if !ok {
+		t.Fatalf("the object form decoded as %T", doc.ModelAliases["obj"])
+	}
+	if w, ok := obj["weights"].([]interface{}); !ok || len(w) != 1 || w[0] != 2.0 {
+		t.Fatalf("weights decoded as %#v", obj["weights"])
 	}
 }

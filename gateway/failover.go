@@ -8,8 +8,8 @@ import (
 )
 
 // Cross-provider failover (off by default): a request for a bare model
-// id — or an alias whose target is one — may move to another authorized
-// provider serving that id when its first candidate fails with anything
+// id — or an alias with several candidates — may move to its next
+// authorized candidate when its first candidate fails with anything
 // but a 400, before any byte reached the client, and only to a candidate
 // no dearer than the first on both input and output price (the cost
 // guard). An explicit provider/model has one candidate and is never

@@ -38,7 +38,7 @@ func (g *Gateway) passthroughTarget(p string) (*providerRuntime, string, bool) {
 // swapping the client's credential for the provider's own. It walks the
 // pipeline's stages on the passthrough route: identify → authorize the
 // provider and path (and the body's model when grants restrict models)
-// → limit → proxy → account → record.
+// → limit → the provider's concurrency slot → proxy → account → record.
 func (g *Gateway) servePassthrough(w http.ResponseWriter, r *http.Request, p *providerRuntime, rest string) {
 	c := newCall(g, w, r, passthroughRoute)
 	defer finish(c)
@@ -56,6 +56,13 @@ func (g *Gateway) servePassthrough(w http.ResponseWriter, r *http.Request, p *pr
 	if e := admit(c, p.name, model, tokens, cost); e != nil {
 		reject(c, e)
 		return
+	}
+	if p.slots != nil {
+		if !p.slots.acquire(r.Context()) {
+			reject(c, errSaturated(p, p.slots))
+			return
+		}
+		defer p.slots.release()
 	}
 	_ = http.NewResponseController(w).EnableFullDuplex()
 	out := proxy(c, p, body, model)
@@ -85,7 +92,7 @@ func passthroughReservation(c *call, p *providerRuntime, model string) (int64, i
 	output := outputCap(bodyCap, modelMax)
 	var cost int64
 	if c.user.costBudget && model != "" {
-		cost = worstCost(c.g, []candidate{{provider: p, model: model}}, prompt, output)
+		cost = worstCost(c.g, []candidate{{provider: p, model: model, weight: 1}}, prompt, output)
 	}
 	return prompt + output, cost
 }

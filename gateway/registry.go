@@ -20,7 +20,9 @@ import (
 // in sorted provider-name order. The first is the id's owner (it gets
 // the bare id in /v1/models, and serves every request while failover is
 // off); the others are the candidates failover and load balancing may
-// use. An explicit "provider/model" id has exactly one candidate.
+// use. An explicit "provider/model" id has exactly one candidate. An
+// alias has its targets' candidates, in target order, each (provider,
+// model) once.
 type modelRegistry struct {
 	providers map[string]*providerRuntime
 	names     []string                      // sorted
@@ -33,11 +35,15 @@ type modelRegistry struct {
 	// that routes the id: read-only.
 	bareCandidates map[string][]candidate
 	direct         map[string]map[string][]candidate
-	aliases        map[string]string
+	aliases        map[string]*aliasSpec
 	aliasNames     []string // sorted
 	meta           map[string]*ModelMetaConfig
 	contexts       map[string]map[string]int64 // provider -> model -> captured context
 	listing        []modelEntry                // every listable id, built once per snapshot
+
+	// aliasRoutes is each alias's route while at least one of its
+	// targets resolves (built once per snapshot, shared read-only).
+	aliasRoutes map[string]modelRoute
 }
 
 // newModelRegistry builds a snapshot from the configuration and the
@@ -92,6 +98,13 @@ func newModelRegistry(c *compiledConfig, found discoverySnapshot, warnings *warn
 		}
 		r.bareCandidates[id] = cands
 	}
+	r.aliasRoutes = make(map[string]modelRoute, len(r.aliasNames))
+	for i := 0; i < len(r.aliasNames); i++ {
+		alias := r.aliasNames[i]
+		if cands := r.aliasCandidates(r.aliases[alias]); len(cands) > 0 {
+			r.aliasRoutes[alias] = aliasRoute(r, routeTo(cands), alias)
+		}
+	}
 	r.listing = r.buildListing()
 	return r
 }
@@ -103,13 +116,14 @@ type modelRoute struct {
 	provider   *providerRuntime
 	model      string // the provider's own id
 	alias      string // the alias the client used; "" for a direct id
+	strategy   string // the alias's own routing strategy; "" the global one
 	maxOutput  int64  // the first candidate's maximum output tokens (the alias's modelMeta entry first); 0 unknown
 	candidates []candidate
-	strategy   string // the alias's own routing strategy; "" the global one
 }
 
 // candidate is one provider that can serve a request, with its own id
-// for the model and that model's maximum output tokens (0 unknown).
+// for the model, that model's maximum output tokens (0 unknown) and its
+// weight (1 unless an alias's weights set it).
 type candidate struct {
 	provider  *providerRuntime
 	model     string
@@ -120,19 +134,47 @@ type candidate struct {
 // newCandidate builds a snapshot's candidate for provider p's model,
 // resolving its metadata once (r.meta and r.contexts must be set).
 func (r *modelRegistry) newCandidate(p *providerRuntime, model string) candidate {
-	return candidate{provider: p, model: model, maxOutput: r.resolveMeta(modelRoute{provider: p, model: model}).maxOutput}
+	return candidate{provider: p, model: model, maxOutput: r.resolveMeta(modelRoute{provider: p, model: model}).maxOutput, weight: 1}
 }
 
-// route resolves a client model id: an exact alias first (its target then
-// resolves like any other id, lazily), then "provider/model", then bare.
-func (r *modelRegistry) route(id string) (modelRoute, *apiError) {
-	if target, isAlias := r.aliases[id]; isAlias {
-		route, ok := r.resolve(target)
+// aliasCandidates is an alias's candidates: each target's, in target
+// order, the first occurrence of a (provider, model) kept with its
+// target's weight; targets no provider serves are skipped. One target of
+// weight 1 shares its target's list.
+func (r *modelRegistry) aliasCandidates(spec *aliasSpec) []candidate {
+	if len(spec.targets) == 1 && spec.weights[0] == 1 {
+		route, _ := r.resolve(spec.targets[0])
+		return route.candidates
+	}
+	var out []candidate
+	seen := map[string]bool{}
+	for i := 0; i < len(spec.targets); i++ {
+		route, ok := r.resolve(spec.targets[i])
 		if !ok {
-			return modelRoute{}, apierr.New(http.StatusNotFound, "invalid_request_error", "model_not_found",
-				"model alias \""+id+"\" points at \""+target+"\", which no configured provider serves")
+			continue
 		}
-		return aliasRoute(r, route, id), nil
+		for j := 0; j < len(route.candidates); j++ {
+			cand := route.candidates[j]
+			key := cand.provider.name + "\x00" + cand.model
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			cand.weight = spec.weights[i]
+			out = append(out, cand)
+		}
+	}
+	return out
+}
+
+// route resolves a client model id: an exact alias first (its route was
+// built with the snapshot), then "provider/model", then bare.
+func (r *modelRegistry) route(id string) (modelRoute, *apiError) {
+	if spec, isAlias := r.aliases[id]; isAlias {
+		if route, ok := r.aliasRoutes[id]; ok {
+			return route, nil
+		}
+		return modelRoute{}, aliasNotFound(id, spec)
 	}
 	route, ok := r.resolve(id)
 	if !ok {
@@ -157,11 +199,23 @@ func (r *modelRegistry) resolve(id string) (modelRoute, bool) {
 	return routeTo(cands), true
 }
 
-// aliasRoute is target (the alias's resolved target) as reached through
-// alias: the alias's own modelMeta entry overrides the target's maximum
-// output, as resolveMeta's alias layer does.
+// aliasNotFound is the 404 for an alias none of whose targets resolves.
+func aliasNotFound(alias string, spec *aliasSpec) *apiError {
+	if len(spec.targets) == 1 {
+		return apierr.New(http.StatusNotFound, "invalid_request_error", "model_not_found",
+			"model alias \""+alias+"\" points at \""+spec.targets[0]+"\", which no configured provider serves")
+	}
+	return apierr.New(http.StatusNotFound, "invalid_request_error", "model_not_found",
+		"model alias \""+alias+"\" points at \""+strings.Join(spec.targets, "\", \"")+"\", none of which a configured provider serves")
+}
+
+// aliasRoute is target (the alias's resolved candidates) as reached
+// through alias: it carries the alias's strategy, and the alias's own
+// modelMeta entry overrides the first candidate's maximum output, as
+// resolveMeta's alias layer does.
 func aliasRoute(r *modelRegistry, target modelRoute, alias string) modelRoute {
 	target.alias = alias
+	target.strategy = r.aliases[alias].strategy
 	if m := r.meta[alias]; m != nil && m.MaxOutputTokens > 0 {
 		target.maxOutput = m.MaxOutputTokens
 	}
@@ -183,7 +237,8 @@ type modelEntry struct {
 
 // entries lists every id a client may send: each bare id (under the
 // provider that wins it), every "provider/model" form, then every alias
-// whose target resolves (sorted by alias).
+// with a target that resolves (sorted by alias, routed to its first
+// candidate).
 func (r *modelRegistry) entries() []modelEntry {
 	return r.listing
 }
@@ -206,8 +261,8 @@ func (r *modelRegistry) buildListing() []modelEntry {
 	}
 	for i := 0; i < len(r.aliasNames); i++ {
 		alias := r.aliasNames[i]
-		if route, ok := r.resolve(r.aliases[alias]); ok {
-			out = append(out, modelEntry{id: alias, route: aliasRoute(r, route, alias)})
+		if route, ok := r.aliasRoutes[alias]; ok {
+			out = append(out, modelEntry{id: alias, route: route})
 		}
 	}
 	return out

@@ -38,6 +38,9 @@ const (
 var strategies = map[string]bool{strategyPriority: true, strategyRoundRobin: true, strategyWeighted: true,
 	strategyLeastLatency: true, strategyLeastCost: true}
 
+// strategyNames lists them for error messages.
+const strategyNames = "priority, round-robin, weighted, least-latency, least-cost"
+
 // routingSettings is RoutingConfig validated.
 type routingSettings struct {
 	strategy    string
@@ -55,7 +58,7 @@ func compileRouting(rc *RoutingConfig) (routingSettings, error) {
 	}
 	if rc.Strategy != "" {
 		if !strategies[rc.Strategy] {
-			return s, fmt.Errorf("config: routing.strategy: %q is not a strategy (want priority, round-robin, weighted, least-latency or least-cost)", rc.Strategy)
+			return s, fmt.Errorf("config: routing.strategy: %q is not a strategy (one of %s)", rc.Strategy, strategyNames)
 		}
 		s.strategy = rc.Strategy
 	}
@@ -132,7 +135,12 @@ func newRouter(cfg *compiledConfig, log *logger) *router {
 // aliasesRoute reports whether an alias sets a strategy of its own
 // other than priority.
 func aliasesRoute(cfg *compiledConfig) bool {
-	return false // TODO(aliases): read the aliases' own strategies
+	for _, spec := range cfg.aliases {
+		if spec.strategy != "" && spec.strategy != strategyPriority {
+			return true
+		}
+	}
+	return false
 }
 
 // turn is the next number of id's rotation.

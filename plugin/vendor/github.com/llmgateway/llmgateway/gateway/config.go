@@ -24,11 +24,13 @@ type Config struct {
 	// by exact "provider/model" or by bare model id. Display only, except
 	// that free: true marks the model's cost as a known zero.
 	ModelMeta map[string]*ModelMetaConfig `json:"modelMeta"`
-	// ModelAliases maps a client-facing alias id to a target model id
-	// (bare or "provider/model"), resolved at request time through the
-	// normal routing rules. An exact alias match wins over every other
-	// rule. Default: none.
-	ModelAliases map[string]string `json:"modelAliases"`
+	// ModelAliases maps a client-facing alias id to its targets (model
+	// ids, bare or "provider/model"), resolved through the normal routing
+	// rules. A value is one target (a string), several in priority order
+	// (a []string or []interface{} of strings), or an object (AliasConfig,
+	// *AliasConfig, or its decoded-JSON map[string]interface{} form). An
+	// exact alias match wins over every other rule. Default: none.
+	ModelAliases map[string]interface{} `json:"modelAliases"`
 	// PassthroughUnknown sends a request that matches none of the
 	// gateway's routes to the wrapped next handler instead of answering
 	// it with a 404 envelope. Default false.
@@ -78,6 +80,17 @@ type Config struct {
 	// "5m", at least "1s"). A live request renews it every half TTL, so
 	// only the reservations of a replica that died expire.
 	ReservationTTL string `json:"reservationTTL"`
+}
+
+// AliasConfig is a modelAliases value in its object form. Targets is
+// required (non-empty, in priority order). Strategy is "" (the global
+// routing strategy), "priority", "round-robin", "weighted",
+// "least-latency" or "least-cost". Weights, only with "weighted", gives
+// each target's weight (1-1000, one per target; omitted: all 1).
+type AliasConfig struct {
+	Targets  []string `json:"targets"`
+	Strategy string   `json:"strategy,omitempty"`
+	Weights  []int    `json:"weights,omitempty"`
 }
 
 // LimitsConfig bounds a group's or a user's traffic. Zero is unlimited.

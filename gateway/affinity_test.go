@@ -1,0 +1,186 @@
+package gateway
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/redistest"
+)
+
+// servedBy is the index of the one upstream that answered 200 since
+// before (oks), -1 when none did, -2 when several did.
+func servedBy(ups []*routedUpstream, before []int64) int {
+	who := -1
+	for i := 0; i < len(ups); i++ {
+		if ups[i].ok.Load() != before[i] {
+			if who != -1 {
+				return -2
+			}
+			who = i
+		}
+	}
+	return who
+}
+
+const affinityRouting = `"routing": {"strategy": "round-robin", "sessionAffinity": {"enabled": true}}, "failover": {"enabled": true},`
+
+// In process: a session sticks to the candidate that served it first
+// (round-robin would otherwise rotate), different sessions spread, and
+// when the bound candidate fails the binding moves with the failover.
+func TestSessionAffinityInProcess(t *testing.T) {
+	ups := routedUpstreams(t, 3)
+	base, feed := recordingGateway(t, routingConfig(ups, affinityRouting), nil)
+	send := func(session string) int {
+		t.Helper()
+		before := oks(ups)
+		status, _, body := chatWith(t, base, map[string]string{"X-Session-Id": session})
+		if status != 200 {
+			t.Fatalf("session %s: %d %s", session, status, body)
+		}
+		<-feed
+		return servedBy(ups, before)
+	}
+	first := send("s1")
+	for i := 0; i < 9; i++ {
+		if got := send("s1"); got != first {
+			t.Fatalf("request %d of s1 went to %d, bound to %d", i, got, first)
+		}
+	}
+	seen := map[int]bool{}
+	for i := 0; i < 6; i++ {
+		seen[send("other-"+string(rune('a'+i)))] = true
+	}
+	if len(seen) < 2 {
+		t.Fatalf("new sessions did not spread: %v", seen)
+	}
+	ups[first].fail.Store(503)
+	moved := send("s1")
+	if moved == first || moved < 0 {
+		t.Fatalf("after the bound provider failed: served by %d", moved)
+	}
+	ups[first].fail.Store(0) // recovered: the session stays where it moved
+	for i := 0; i < 5; i++ {
+		if got := send("s1"); got != moved {
+			t.Fatalf("after the move, request %d went to %d, want %d", i, got, moved)
+		}
+	}
+}
+
+func oks(ups []*routedUpstream) []int64 {
+	out := make([]int64, len(ups))
+	for i := 0; i < len(ups); i++ {
+		out[i] = ups[i].ok.Load()
+	}
+	return out
+}
+
+func TestSessionAffinityRecord(t *testing.T) {
+	ups := routedUpstreams(t, 2)
+	base, feed := recordingGateway(t, routingConfig(ups, affinityRouting), nil)
+	chatWith(t, base, map[string]string{"X-Claude-Code-Session-Id": "cc-1"})
+	if rec := <-feed; rec.affinity != affinityNew || rec.strategy != strategyRoundRobin {
+		t.Fatalf("first: affinity %q strategy %q", rec.affinity, rec.strategy)
+	}
+	chatWith(t, base, map[string]string{"X-Claude-Code-Session-Id": "cc-1"})
+	rec := <-feed
+	if rec.affinity != affinityBound {
+		t.Fatalf("second: affinity %q", rec.affinity)
+	}
+	ups[0].fail.Store(500)
+	ups[1].fail.Store(500)
+	bound := rec.provider
+	other := map[string]int{"a": 1, "b": 0}[bound]
+	ups[other].fail.Store(0)
+	chatWith(t, base, map[string]string{"X-Claude-Code-Session-Id": "cc-1"})
+	if rec := <-feed; rec.affinity != affinityMoved || rec.provider == bound {
+		t.Fatalf("third: affinity %q provider %q (was %q)", rec.affinity, rec.provider, bound)
+	}
+	// Without a session header the conversation's hash is the session.
+	chatWith(t, base, nil)
+	if rec := <-feed; rec.affinity != affinityNew {
+		t.Fatalf("conversation-hash session: affinity %q", rec.affinity)
+	}
+}
+
+func TestSessionKeys(t *testing.T) {
+	for _, tc := range []struct{ a, b string }{
+		// Same first system and user message: same session, whatever follows.
+		{`{"model":"m","messages":[{"role":"system","content":"S"},{"role":"user","content":"U"}]}`,
+			`{"model":"m","messages":[{"role":"system","content":"S"},{"role":"user","content":"U"},{"role":"assistant","content":"A"},{"role":"user","content":"U2"}]}`},
+		{`{"model":"m","system":[{"type":"text","text":"S"}],"messages":[{"role":"user","content":"U"}]}`,
+			`{"model":"m","system":[{"type":"text","text":"S"}],"messages":[{"role":"user","content":"U"},{"role":"assistant","content":"x"}]}`},
+		{`{"model":"m","instructions":"S","input":[{"type":"message","role":"user","content":"U"}]}`,
+			`{"model":"m","instructions":"S","input":[{"type":"message","role":"user","content":"U"},{"type":"function_call_output","call_id":"c","output":"o"}]}`},
+		{`{"model":"m","system":"S","prompt":"U"}`, `{"model":"m","prompt":"U","system":"S","options":{}}`},
+	} {
+		ka, kb := conversationSeed([]byte(tc.a)), conversationSeed([]byte(tc.b))
+		if ka == "" || ka != kb {
+			t.Fatalf("same conversation, keys %q and %q:\n%s\n%s", ka, kb, tc.a, tc.b)
+		}
+	}
+	a := conversationSeed([]byte(`{"messages":[{"role":"system","content":"S"},{"role":"user","content":"U"}]}`))
+	for _, other := range []string{
+		`{"messages":[{"role":"system","content":"S2"},{"role":"user","content":"U"}]}`,
+		`{"messages":[{"role":"system","content":"S"},{"role":"user","content":"V"}]}`,
+		`{"messages":[{"role":"user","content":"U"}]}`,
+	} {
+		if conversationSeed([]byte(other)) == a {
+			t.Fatalf("different conversations share a key: %s", other)
+		}
+	}
+	if conversationSeed([]byte(`{"messages":[{"role":"system","content":"S"}]}`)) != "" || conversationSeed([]byte(`not json`)) != "" {
+		t.Fatal("a body without a user message has a session")
+	}
+	// The key never holds the session id or the model in the clear.
+	k := bindingKey("claude-sonnet", "X-Session-Id:secret-session")
+	if strings.Contains(k, "secret") || strings.Contains(k, "claude") || !strings.HasPrefix(k, "llmgw:aff:") || len(logName(k)) != 12 {
+		t.Fatalf("binding key %q", k)
+	}
+}
+
+// With Redis the binding is shared: a second gateway (another replica)
+// follows the first's binding, and a move made through one is followed
+// by the other at once (its cached binding failed, it re-reads).
+func TestSessionAffinityRedis(t *testing.T) {
+	addr := redistest.Start(t)
+	ups := routedUpstreams(t, 2)
+	cfg := routingConfig(ups, affinityRouting+`"redis": {"address": "`+addr+`"},`)
+	r1, _ := newTestGateway(t, cfg, nil)
+	r2, _ := newTestGateway(t, cfg, nil)
+	hdr := map[string]string{"X-Session-Id": "shared-1"}
+	send := func(base string) int {
+		t.Helper()
+		before := oks(ups)
+		if status, _, body := chatWith(t, base, hdr); status != 200 {
+			t.Fatalf("%d %s", status, body)
+		}
+		return servedBy(ups, before)
+	}
+	first := send(r1.URL)
+	for i := 0; i < 10; i++ {
+		base := r1.URL
+		if i%2 == 0 {
+			base = r2.URL
+		}
+		if got := send(base); got != first {
+			t.Fatalf("request %d went to %d, bound to %d", i, got, first)
+		}
+	}
+	// The bound provider dies for good: r1 fails over and moves the
+	// binding; r2, whose cached binding is at most a second old, follows
+	// at once (its try of the dead provider fails, and it re-reads).
+	ups[first].fail.Store(503)
+	moved := send(r1.URL)
+	if moved == first {
+		t.Fatal("no failover")
+	}
+	for i := 0; i < 10; i++ {
+		base := r2.URL
+		if i%2 == 1 {
+			base = r1.URL
+		}
+		if got := send(base); got != moved {
+			t.Fatalf("after the move, request %d went to %d, want %d", i, got, moved)
+		}
+	}
+}
