@@ -144,6 +144,38 @@ func TestAffinitySessionHeaders(t *testing.T) {
 	})
 }
 
+// TestAffinityNotForEmbeddings: embeddings never use affinity: one
+// X-Session-Id rotates under round-robin.
+func TestAffinityNotForEmbeddings(t *testing.T) {
+	t.Parallel()
+	var ps rtProviders
+	for _, n := range []string{"pa", "pb", "pc"} {
+		ps = append(ps, rtNewProvider(t, n, mockupstream.Options{}))
+	}
+	cfg := rtConfig(nil, rtAffinityExtra(true, ""))
+	providers := map[string]interface{}{}
+	for _, p := range ps {
+		providers[p.name] = rtProviderConfig(p.url, rtModel, "text-embedding-3-small")
+	}
+	cfg["providers"] = providers
+	gw := rtStart(t, cfg)
+	var got []string
+	for i := 0; i < 6; i++ {
+		before := ps.counts()
+		res := rtPostPath(t, gw.URL, "/v1/embeddings", []byte(`{"model":"text-embedding-3-small","input":"same text"}`), "X-Session-Id", "embed-session")
+		require.NoError(t, res.err)
+		require.Equal(t, http.StatusOK, res.status, "%s", res)
+		got = append(got, ps.served(t, before))
+	}
+	assert.Len(t, distinct(got), 3, "embeddings rotate: %v", got)
+	// Chat with the same header sticks (the control).
+	var chat []string
+	for i := 0; i < 6; i++ {
+		chat = append(chat, rtSessionRequest(t, ps, gw.URL, nil, "X-Session-Id", "embed-session"))
+	}
+	assert.Len(t, distinct(chat), 1, "chat sticks: %v", chat)
+}
+
 // TestAffinityOff: the control for the tests above: with
 // sessionAffinity off, one X-Session-Id rotates over the providers.
 func TestAffinityOff(t *testing.T) {
@@ -219,6 +251,7 @@ func TestAffinityAcrossReplicas(t *testing.T) {
 	}
 	byName := map[string]*rtProvider{"pa": ps[0], "pb": ps[1], "pc": ps[2]}
 	cfg := rtConfig(ps, rtAffinityExtra(true, rs.Addr))
+	cfg["routing"].(map[string]interface{})["sessionAffinity"].(map[string]interface{})["ttl"] = "1h"
 	a, b := rtStart(t, cfg), rtStart(t, cfg)
 	const h = "X-Session-Id"
 
@@ -250,6 +283,17 @@ func TestAffinityAcrossReplicas(t *testing.T) {
 		bound[s] = got[0]
 	}
 	assert.GreaterOrEqual(t, len(distinct(valuesOf(bound, sessions))), 2, "sessions are bound round-robin: %v", bound)
+
+	// The bindings are in Redis (llmgw:aff:<32 hex>), with the idle TTL
+	// configured (1h here), renewed by the reads.
+	rd := rlDialRedis(t, rs.Addr)
+	keys := rd.keys("llmgw:aff:*")
+	assert.GreaterOrEqual(t, len(keys), len(sessions), "one binding a session (and the offset request): %v", keys)
+	for _, k := range keys {
+		assert.Regexp(t, `^llmgw:aff:[0-9a-f]{32}$`, k)
+		ttl := rd.ttl(k)
+		assert.True(t, ttl > 3500 && ttl <= 3600, "TTL of %s: %d", k, ttl)
+	}
 
 	c := rtStart(t, cfg)
 	for _, s := range sessions {

@@ -223,6 +223,26 @@ func TestRoutingRateLimitParks(t *testing.T) {
 		assert.GreaterOrEqual(t, pa.arrivals()[1].Sub(parked), 900*time.Millisecond, "not before Retry-After")
 		assert.Greater(t, pb.total(), int64(1), "pb served while pa was parked")
 	})
+	t.Run("capped_by_maxOpenDuration", func(t *testing.T) {
+		t.Parallel()
+		// Retry-After: 60, but parking lasts at most maxOpenDuration (1s).
+		pa, pb, base := rtPair(t, map[string]interface{}{
+			"failover": rtFailoverOn,
+			"routing": map[string]interface{}{
+				"breaker": map[string]interface{}{"openDuration": "1s", "maxOpenDuration": "1s"},
+			},
+		})
+		pa.retryAfter.Store("60")
+		pa.failNext.Store(1)
+		rtOK(t, base, rtModel)
+		require.Equal(t, map[string]int64{"pa": 1, "pb": 1}, rtProviders{pa, pb}.counts())
+		parked := pa.arrivals()[0]
+		rtEventually(t, 5*time.Second, 50*time.Millisecond, "pa used again after maxOpenDuration", func() bool {
+			rtOK(t, base, rtModel)
+			return pa.total() == 2
+		})
+		assert.GreaterOrEqual(t, pa.arrivals()[1].Sub(parked), 900*time.Millisecond)
+	})
 	t.Run("without_failover_the_429_reaches_the_client", func(t *testing.T) {
 		t.Parallel()
 		// The control: parking chooses among candidates; it does not

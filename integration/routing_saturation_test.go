@@ -1,6 +1,9 @@
 package integration_test
 
 import (
+	"bufio"
+	"bytes"
+	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -69,7 +72,7 @@ func TestRoutingSaturation(t *testing.T) {
 		assert.Equal(t, http.StatusTooManyRequests, res.status, "%s", res)
 		if res.status == http.StatusTooManyRequests {
 			assert.Equal(t, "provider_saturated", rtErrorCode(t, res.body))
-			assert.NotEmpty(t, res.header.Get("Retry-After"))
+			assert.Equal(t, "1", res.header.Get("Retry-After"))
 		}
 		assert.Less(t, res.end.Sub(res.start), 900*time.Millisecond, "no queue: refused at once")
 		assert.Equal(t, int64(1), pa.total(), "the refused request never reached pa")
@@ -138,5 +141,38 @@ func TestRoutingSaturation(t *testing.T) {
 		assert.Less(t, res.end.Sub(res.start), 3*time.Second)
 		release()
 		assert.Equal(t, http.StatusOK, rtAwait(t, first).status)
+	})
+	t.Run("stream_holds_its_slot_until_the_relay_ends", func(t *testing.T) {
+		t.Parallel()
+		// pa streams 3 chunks 250 ms apart; its only slot is held while
+		// the client reads them.
+		pa := rtNewProvider(t, "pa", mockupstream.Options{}, "chunk-delay", "250ms")
+		cfg := rtConfig(rtProviders{pa}, nil)
+		cfg["providers"].(map[string]interface{})["pa"].(map[string]interface{})["maxConcurrent"] = 1
+		cfg["providers"].(map[string]interface{})["pa"].(map[string]interface{})["maxQueue"] = 0
+		base := rtStart(t, cfg).URL
+		req, err := http.NewRequest(http.MethodPost, base+"/v1/chat/completions", bytes.NewReader(rtChat(rtModel, "long stream", true)))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+rtUserKey)
+		resp, err := rtClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		line, err := bufio.NewReader(resp.Body).ReadString('\n')
+		require.NoError(t, err, "the stream's first event")
+		require.Contains(t, line, "data:")
+
+		res := rtPost(t, base, rtChat(rtModel, "while streaming", false))
+		require.NoError(t, res.err)
+		assert.Equal(t, http.StatusTooManyRequests, res.status, "the stream holds the slot: %s", res)
+		_, err = io.Copy(io.Discard, resp.Body)
+		require.NoError(t, err)
+		resp.Body.Close()
+		// The relay ended: the slot is free (the gateway may release it
+		// a moment after the client read the last byte).
+		rtEventually(t, 5*time.Second, 20*time.Millisecond, "the slot freed after the stream", func() bool {
+			r := rtPost(t, base, rtChat(rtModel, "after the stream", false))
+			return r.err == nil && r.status == http.StatusOK
+		})
 	})
 }
