@@ -224,26 +224,27 @@ func conversationSeed(body []byte) string {
 }
 
 // applyAffinity moves the candidate the request's session is bound to
-// to the front of ordered, when it is there and healthy.
-func applyAffinity(c *call, ordered []candidate) []candidate {
+// to the front of ordered (the request's own slice), when it is there
+// and healthy.
+func applyAffinity(c *call, ordered []candidate) {
 	book := c.g.router.affinity
 	if book == nil || c.route.noOutput {
-		return ordered
+		return
 	}
 	session := sessionKey(c)
 	if session == "" {
-		return ordered
+		return
 	}
 	c.aff = &callAffinity{key: bindingKey(c.req.model, session)}
 	c.aff.bound = book.lookup(c.r.Context(), c.aff.key, false)
 	if c.aff.bound == "" {
-		return ordered
+		return
 	}
 	for i := 0; i < len(ordered); i++ {
 		if candidateName(ordered[i]) != c.aff.bound {
 			continue
 		}
-		if c.g.router.health.standing(ordered[i]) == healthOK {
+		if c.g.router.health.standing(ordered[i], c.g.router.health.now()) == healthOK {
 			first := ordered[i]
 			copy(ordered[1:i+1], ordered[:i])
 			ordered[0] = first
@@ -251,7 +252,6 @@ func applyAffinity(c *call, ordered []candidate) []candidate {
 		}
 		break
 	}
-	return ordered
 }
 
 // Request record values of affinity.
@@ -261,7 +261,13 @@ const (
 	affinityMoved = "moved" // another candidate served; the binding moved to it
 )
 
-func candidateName(c candidate) string { return c.provider.name + "/" + c.model }
+// candidateName is c's "provider/model".
+func candidateName(c candidate) string {
+	if c.name != "" {
+		return c.name
+	}
+	return c.provider.name + "/" + c.model
+}
 
 // noteServed updates the session's binding after cand served it: made
 // when there was none, moved when another candidate served.

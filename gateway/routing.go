@@ -171,6 +171,8 @@ func orderCandidates(c *call) {
 		return
 	}
 	c.rec.strategy = strategy
+	// One slice holds the walk through every step: it is this request's
+	// own (the registry's lists are shared and never modified).
 	pool := make([]candidate, 0, len(all))
 	ops := c.route.op
 	for i := 0; i < len(all); i++ {
@@ -181,18 +183,20 @@ func orderCandidates(c *call) {
 	if !failover && strategy == strategyPriority {
 		pool = pool[:1] // affinity alone never moves a request off the first candidate
 	}
-	ordered := orderBy(c, strategy, pool)
-	ordered = applyAffinity(c, ordered)
-	healthy := ordered[:0:0]
-	for i := 0; i < len(ordered); i++ {
-		if r.health.standing(ordered[i]) == healthOK {
-			healthy = append(healthy, ordered[i])
+	orderBy(c, strategy, pool)
+	applyAffinity(c, pool)
+	now := r.health.now()
+	healthy := pool[:0]
+	first := pool[0]
+	for i := 0; i < len(pool); i++ {
+		if r.health.standing(pool[i], now) == healthOK {
+			healthy = append(healthy, pool[i])
 		} else {
-			c.rec.skipped = append(c.rec.skipped, ordered[i].provider.name+"/"+ordered[i].model)
+			c.rec.skipped = append(c.rec.skipped, candidateName(pool[i]))
 		}
 	}
 	if len(healthy) == 0 {
-		healthy = ordered[:1] // every candidate is open: one is attempted anyway
+		healthy = append(healthy, first) // every candidate is unhealthy: one is attempted anyway
 		c.forceFirst = true
 	}
 	if !failover {
@@ -201,17 +205,16 @@ func orderCandidates(c *call) {
 		healthy = costGuarded(c, healthy)
 	}
 	c.cands = healthy
-	first := healthy[0]
-	c.target.provider, c.target.model = first.provider, first.model
-	c.rec.provider, c.rec.model = first.provider.name, first.model
+	c.target.provider, c.target.model = healthy[0].provider, healthy[0].model
+	c.rec.provider, c.rec.model = healthy[0].provider.name, healthy[0].model
 }
 
-// costGuarded is the failover walk: the first candidate, then every
-// later one the cost guard allows, at most failover.maxAttempts.
+// costGuarded is the failover walk, filtered in place: the first
+// candidate, then every later one the cost guard allows, at most
+// failover.maxAttempts.
 func costGuarded(c *call, cands []candidate) []candidate {
 	max := c.g.cfg.failover.maxAttempts
-	out := make([]candidate, 1, max)
-	out[0] = cands[0]
+	out := cands[:1]
 	for i := 1; i < len(cands) && len(out) < max; i++ {
 		if costAllowed(c.g, cands[0], cands[i]) {
 			out = append(out, cands[i])
@@ -222,13 +225,10 @@ func costGuarded(c *call, cands []candidate) []candidate {
 	return out
 }
 
-// orderBy returns pool (never modified: it may be shared) in the
-// strategy's order.
-func orderBy(c *call, strategy string, pool []candidate) []candidate {
-	out := make([]candidate, len(pool))
-	copy(out, pool)
+// orderBy puts out (the request's own slice) in the strategy's order.
+func orderBy(c *call, strategy string, out []candidate) {
 	if len(out) < 2 {
-		return out
+		return
 	}
 	r := c.g.router
 	switch strategy {
@@ -245,19 +245,23 @@ func orderBy(c *call, strategy string, pool []candidate) []candidate {
 	case strategyLeastCost:
 		byCost(c.g, out)
 	}
-	return out
 }
 
-// rotate moves out[k] to the front, keeping the cyclic order.
+// rotate moves out[k] to the front, keeping the cyclic order (in place:
+// three reversals).
 func rotate(out []candidate, k int) {
 	if k == 0 {
 		return
 	}
-	tmp := make([]candidate, len(out))
-	for i := 0; i < len(out); i++ {
-		tmp[i] = out[(i+k)%len(out)]
+	reverse(out[:k])
+	reverse(out[k:])
+	reverse(out)
+}
+
+func reverse(s []candidate) {
+	for i, j := 0, len(s)-1; i < j; i, j = i+1, j-1 {
+		s[i], s[j] = s[j], s[i]
 	}
-	copy(out, tmp)
 }
 
 // pickWeighted moves turn n's candidate to the front: over every run of
@@ -314,7 +318,7 @@ func gcd(a, b uint64) uint64 {
 func byLatency(r *router, out []candidate) {
 	keys := make([]time.Duration, len(out))
 	for i := 0; i < len(out); i++ {
-		d, ok := r.latency.of(out[i].provider.name + "/" + out[i].model)
+		d, ok := r.latency.of(candidateName(out[i]))
 		if !ok {
 			d = -1
 		}

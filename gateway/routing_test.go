@@ -215,17 +215,22 @@ func TestRoutingLeastLatency(t *testing.T) {
 		t.Fatal(e.Error())
 	}
 	c := &call{g: g, req: &jsonRequest{model: "m1"}}
+	firstOf := func() string {
+		out := append([]candidate(nil), target.candidates...)
+		orderBy(c, strategyLeastLatency, out)
+		return out[0].provider.name
+	}
 	// No samples: registry order; a sampled candidate sorts after an
 	// unsampled one (it is measured first).
 	g.router.latency.observe("a/m1", 300*time.Millisecond)
-	first := orderBy(c, strategyLeastLatency, target.candidates)[0].provider.name
+	first := firstOf()
 	if first != "b" {
 		t.Fatalf("unsampled b should go first, got %s", first)
 	}
 	g.router.latency.observe("b/m1", 20*time.Millisecond)
 	firsts := map[string]int{}
 	for i := 0; i < 100; i++ {
-		firsts[orderBy(c, strategyLeastLatency, target.candidates)[0].provider.name]++
+		firsts[firstOf()]++
 	}
 	// One turn in exploreEvery rotates: b (fast) is first 90 + 5 times.
 	if firsts["b"] != 95 || firsts["a"] != 5 {
@@ -236,7 +241,7 @@ func TestRoutingLeastLatency(t *testing.T) {
 		g.router.latency.observe("a/m1", time.Millisecond)
 		g.router.latency.observe("b/m1", 400*time.Millisecond)
 	}
-	if first := orderBy(c, strategyLeastLatency, target.candidates)[0].provider.name; first != "a" {
+	if first := firstOf(); first != "a" {
 		t.Fatalf("after a got faster: first %s", first)
 	}
 }

@@ -44,10 +44,9 @@ const (
 	healthParked        // parked by a 429's Retry-After
 )
 
-// standing is cand's verdict now, without claiming a probe.
-func (h *healthBook) standing(cand candidate) int {
-	now := h.now()
-	pm := cand.provider.name + "/" + cand.model
+// standing is cand's verdict at now, without claiming a probe.
+func (h *healthBook) standing(cand candidate, now time.Time) int {
+	pm := candidateName(cand)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if until, ok := h.parked[pm]; ok {
@@ -72,7 +71,7 @@ func (h *healthBook) standing(cand candidate) int {
 // true is followed by exactly one end.
 func (h *healthBook) begin(cand candidate, force bool) bool {
 	now := h.now()
-	pm := cand.provider.name + "/" + cand.model
+	pm := candidateName(cand)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	pb, mb := h.breakers[cand.provider.name], h.breakers[pm]
@@ -115,7 +114,7 @@ func healthOutcome(e *apiError) int {
 func (h *healthBook) end(cand candidate, e *apiError) {
 	outcome := healthOutcome(e)
 	now := h.now()
-	pm := cand.provider.name + "/" + cand.model
+	pm := candidateName(cand)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	pb, mb := h.breakers[cand.provider.name], h.breakers[pm]

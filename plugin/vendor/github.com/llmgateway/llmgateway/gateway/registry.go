@@ -128,13 +128,15 @@ type candidate struct {
 	provider  *providerRuntime
 	model     string
 	maxOutput int64
-	weight    int // the weighted strategy's weight (0 or 1: one share)
+	weight    int    // the weighted strategy's weight (0 or 1: one share)
+	name      string // "provider/model", built once (routing's keys)
 }
 
 // newCandidate builds a snapshot's candidate for provider p's model,
 // resolving its metadata once (r.meta and r.contexts must be set).
 func (r *modelRegistry) newCandidate(p *providerRuntime, model string) candidate {
-	return candidate{provider: p, model: model, maxOutput: r.resolveMeta(modelRoute{provider: p, model: model}).maxOutput, weight: 1}
+	return candidate{provider: p, model: model, maxOutput: r.resolveMeta(modelRoute{provider: p, model: model}).maxOutput, weight: 1,
+		name: p.name + "/" + model}
 }
 
 // aliasCandidates is an alias's candidates: each target's, in target
