@@ -300,8 +300,16 @@ func TestAffinityAcrossReplicas(t *testing.T) {
 		assert.Equal(t, bound[s], rtSessionRequest(t, ps, c.URL, nil, h, s), "a new replica reads session %s's binding from Redis", s)
 	}
 
-	// Kill the provider of s01.
-	killed := bound["s01"]
+	// Kill the provider with the most sessions: more than the breaker
+	// threshold, so that its later sessions meet an open breaker.
+	perProvider := distinct(valuesOf(bound, sessions))
+	killed := ""
+	for name, n := range perProvider {
+		if killed == "" || n > perProvider[killed] || n == perProvider[killed] && name < killed {
+			killed = name
+		}
+	}
+	require.GreaterOrEqual(t, perProvider[killed], 4, "the scenario needs more sessions on one provider than the breaker threshold: %v", perProvider)
 	byName[killed].srv.Close()
 	replicas := []*gwproc.Process{a, b, c}
 	for _, s := range sessions {
