@@ -1,10 +1,14 @@
 package gateway
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/redistest"
+	"github.com/llmgateway/llmgateway/gateway/internal/translate"
 )
 
 // servedBy is the index of the one upstream that answered 200 since
@@ -181,6 +185,67 @@ func TestSessionAffinityRedis(t *testing.T) {
 		}
 		if got := send(base); got != moved {
 			t.Fatalf("after the move, request %d went to %d, want %d", i, got, moved)
+		}
+	}
+}
+
+// The binding's Redis read rides the limiter's round trip: a request
+// whose session's binding is not in the replica's one-second cache
+// costs the limit stage one round trip with affinity, as without it,
+// and routes to the bound candidate.
+func TestSessionAffinityReadFoldedIntoLimiter(t *testing.T) {
+	addr := redistest.Start(t)
+	ups := routedUpstreams(t, 3)
+	for _, budgeted := range []bool{false, true} {
+		limits := ``
+		if budgeted {
+			limits = `"limits": {"tokensPerDay": 100000000},` // admission by the reservation script
+		}
+		cfg := strings.Replace(routingConfig(ups, affinityRouting+`"redis": {"address": "`+addr+`"},`), `"all": {}`, `"all": {`+limits+`"models": []}`, 1)
+		clock := &testClock{t: time.Unix(1e9, 0)}
+		g, _, _ := serveTestGateway(t, cfg, nil, func(g *Gateway) { g.router.affinity.now = clock.now })
+		newSessionCall := func(session string) *call {
+			req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(m1Chat))
+			req.Header.Set("Authorization", "Bearer "+testAliceKey)
+			if session != "" {
+				req.Header.Set("X-Session-Id", session)
+			}
+			c := newCall(g, httptest.NewRecorder(), req, routesByPath["/v1/chat/completions"])
+			if !identify(c) || !admitBody(c) || !resolve(c) {
+				t.Fatalf("setup: %d %s", c.rec.statusCode, c.rec.errorCode)
+			}
+			return c
+		}
+		// Bind the session to c/m1 through one replica's cache...
+		c := newSessionCall("folded")
+		if !limit(c) {
+			t.Fatal("limit refused")
+		}
+		noteServed(c, c.cands[len(c.cands)-1])
+		bound := c.aff.bound
+		if c.resv != nil {
+			c.resv.settle(translate.Usage{}, 0)
+		}
+		clock.advance(2 * time.Second) // ...and let the cache lapse: the next read goes to Redis
+		trips := func(session string) (int64, *call) {
+			c := newSessionCall(session)
+			before := g.redis.RoundTrips()
+			if !limit(c) {
+				t.Fatalf("limit refused: %s", c.rec.errorCode)
+			}
+			n := g.redis.RoundTrips() - before
+			if c.resv != nil {
+				c.resv.settle(translate.Usage{}, 0)
+			}
+			return n, c
+		}
+		withSession, c2 := trips("folded")
+		without, _ := trips("")
+		if withSession != 1 || without != 1 {
+			t.Fatalf("budgeted %v: limit stage round trips %d with a session to read, %d without; want 1 and 1", budgeted, withSession, without)
+		}
+		if c2.rec.affinity != affinityBound || candidateName(c2.cands[0]) != bound {
+			t.Fatalf("budgeted %v: affinity %q, first %s, bound %s", budgeted, c2.rec.affinity, candidateName(c2.cands[0]), bound)
 		}
 	}
 }

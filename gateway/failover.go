@@ -56,16 +56,16 @@ func compileMaxUpstreamAttempts(n int) (int, error) {
 }
 
 // costAllowed is the cost guard: cand may stand in for first only when
-// it is no dearer on input and on output per token. Prices resolve as
-// billing resolves them (pricing overrides, then the built-in tables),
+// it is no dearer on input and on output per token. Prices (resolved
+// once per registry snapshot, on the candidates) are as billing
+// resolves them (pricing overrides, then the built-in tables),
 // never through modelMeta (its free flag included). Unknown is never
 // free: a known-priced first refuses an unknown-priced candidate; an
 // unknown-priced first refuses a candidate with a known non-zero price;
 // both unknown, or both known zero, are equal.
-func costAllowed(g *Gateway, first, cand candidate) bool {
-	fp, fsrc := g.pricer.listPrice(first.provider.name, first.model)
-	cp, csrc := g.pricer.listPrice(cand.provider.name, cand.model)
-	fKnown, cKnown := fsrc != priceSourceUnpriced, csrc != priceSourceUnpriced
+func costAllowed(first, cand candidate) bool {
+	fp, cp := first.list, cand.list
+	fKnown, cKnown := first.listSource != priceSourceUnpriced, cand.listSource != priceSourceUnpriced
 	switch {
 	case fKnown && !cKnown:
 		return false

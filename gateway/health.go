@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
@@ -31,6 +32,26 @@ type healthBook struct {
 	breakers map[string]*circuitBreaker
 	parked   map[string]time.Time // provider/model -> skipped until
 	log      *logger              // nil in tests
+	// dirty counts the breakers that are not closed or have counted a
+	// failure, and the parkings (recounted under mu on every change):
+	// while it is 0 every candidate is healthy and a success changes
+	// nothing, so the routing and call stages skip the book.
+	dirty atomic.Int64
+}
+
+// clean reports whether the book holds nothing but closed breakers with
+// no failure counted, and no parking.
+func (h *healthBook) clean() bool { return h.dirty.Load() == 0 }
+
+// recount refreshes dirty (mu held).
+func (h *healthBook) recount() {
+	n := int64(len(h.parked))
+	for _, b := range h.breakers {
+		if b.state != breakerClosed || b.failures > 0 {
+			n++
+		}
+	}
+	h.dirty.Store(n)
 }
 
 func newHealthBook(s breakerSettings) *healthBook {
@@ -48,20 +69,23 @@ const (
 func (h *healthBook) standing(cand candidate, now time.Time) int {
 	pm := candidateName(cand)
 	h.mu.Lock()
-	defer h.mu.Unlock()
+	verdict := healthOK
 	if until, ok := h.parked[pm]; ok {
 		if now.Before(until) {
-			return healthParked
+			verdict = healthParked
+		} else {
+			delete(h.parked, pm)
+			h.recount()
 		}
-		delete(h.parked, pm)
 	}
-	if b := h.breakers[cand.provider.name]; b != nil && !b.usable(now) {
-		return healthOpen
+	if b := h.breakers[cand.provider.name]; verdict == healthOK && b != nil && !b.usable(now) {
+		verdict = healthOpen
 	}
-	if b := h.breakers[pm]; b != nil && !b.usable(now) {
-		return healthOpen
+	if b := h.breakers[pm]; verdict == healthOK && b != nil && !b.usable(now) {
+		verdict = healthOpen
 	}
-	return healthOK
+	h.mu.Unlock()
+	return verdict
 }
 
 // begin claims cand for one logical request: false when one of its
@@ -70,12 +94,15 @@ func (h *healthBook) standing(cand candidate, now time.Time) int {
 // half-open and this request is its probe. Every begin that returned
 // true is followed by exactly one end.
 func (h *healthBook) begin(cand candidate, force bool) bool {
+	if h.clean() {
+		return true
+	}
 	now := h.now()
 	pm := candidateName(cand)
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	pb, mb := h.breakers[cand.provider.name], h.breakers[pm]
 	if !force && (pb != nil && !pb.usable(now) || mb != nil && !mb.usable(now)) {
+		h.mu.Unlock()
 		return false
 	}
 	if pb != nil {
@@ -84,6 +111,7 @@ func (h *healthBook) begin(cand candidate, force bool) bool {
 	if mb != nil {
 		mb.allow(now)
 	}
+	h.mu.Unlock()
 	return true
 }
 
@@ -113,18 +141,28 @@ func healthOutcome(e *apiError) int {
 // the breaker's maximum open duration).
 func (h *healthBook) end(cand candidate, e *apiError) {
 	outcome := healthOutcome(e)
+	if outcome == outcomeSuccess && h.clean() {
+		return
+	}
 	now := h.now()
 	pm := candidateName(cand)
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	pb, mb := h.breakers[cand.provider.name], h.breakers[pm]
+	h.record(outcome, cand.provider.name, pm, e, now)
+	h.recount()
+	h.mu.Unlock()
+}
+
+// record applies one outcome to the breakers of provider and pm (mu
+// held).
+func (h *healthBook) record(outcome int, provider, pm string, e *apiError, now time.Time) {
+	pb, mb := h.breakers[provider], h.breakers[pm]
 	switch outcome {
 	case outcomeSuccess:
-		h.closed(cand.provider.name, pb)
+		h.closed(provider, pb)
 		h.closed(pm, mb)
 		return
 	case outcomeProviderFailure:
-		h.failed(cand.provider.name, pb, now)
+		h.failed(provider, pb, now)
 		if mb != nil {
 			mb.neutral()
 		}

@@ -395,6 +395,12 @@ func (l *limiter) logStoreError(err error) {
 // refuses it (429) when a scope's request rate is over its limit or its
 // token or cost budget is already used up. One store round trip.
 func (l *limiter) checkAndCount(ctx context.Context, scopes []limitScope) *apiError {
+	return l.checkAndCountPeek(ctx, scopes, nil)
+}
+
+// checkAndCountPeek is checkAndCount with peek folded into its round
+// trip when the store can (peek.Done then says so).
+func (l *limiter) checkAndCountPeek(ctx context.Context, scopes []limitScope, peek *store.Peek) *apiError {
 	now := l.now()
 	sec := now.Unix() // unixMinute, inlined
 	minute := sec / 60
@@ -402,7 +408,13 @@ func (l *limiter) checkAndCount(ctx context.Context, scopes []limitScope) *apiEr
 		minute--
 	}
 	k := setKeysAt(scopes, now, minute)
-	counts, values, err := l.counters.Apply(ctx, k.check, k.gets)
+	var counts, values []int64
+	var err error
+	if pk, ok := l.counters.(store.Peeker); ok && peek != nil {
+		counts, values, err = pk.ApplyPeek(ctx, k.check, k.gets, peek)
+	} else {
+		counts, values, err = l.counters.Apply(ctx, k.check, k.gets)
+	}
 	if err != nil {
 		counts, values, err = l.retry(ctx, k.check, k.gets, err)
 	}

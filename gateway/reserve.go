@@ -169,6 +169,12 @@ func clampHold(n int64) int64 {
 // reservation to settle (nil when no scope has a budget: the request was
 // only counted).
 func (l *limiter) reserve(ctx context.Context, scopes []limitScope, tokens, cost int64) (*reservation, *apiError) {
+	return l.reservePeek(ctx, scopes, tokens, cost, nil)
+}
+
+// reservePeek is reserve with peek folded into its round trip when the
+// store can (peek.Done then says so).
+func (l *limiter) reservePeek(ctx context.Context, scopes []limitScope, tokens, cost int64, peek *store.Peek) (*reservation, *apiError) {
 	now := l.now()
 	sec := now.Unix() // unixMinute, inlined
 	minute := sec / 60
@@ -177,14 +183,20 @@ func (l *limiter) reserve(ctx context.Context, scopes []limitScope, tokens, cost
 	}
 	k := setKeysAt(scopes, now, minute)
 	if k.plan == nil || l.holder == nil {
-		return nil, l.checkAndCount(ctx, scopes)
+		return nil, l.checkAndCountPeek(ctx, scopes, peek)
 	}
 	tokens, cost = clampHold(tokens), clampHold(cost)
 	a := &k.plan.admission
 	id := holdPrefix + "-" + strconv.FormatInt(holdCounter.Add(1), 36)
 	hold := store.Hold{Member: store.HoldMember(id, tokens, cost), Tokens: tokens, Cost: cost, TTL: l.holdTTL}
 	var holder store.Holder = l.holder
-	v, err := holder.Admit(ctx, a, hold)
+	var v store.Verdict
+	var err error
+	if pk, ok := holder.(store.Peeker); ok && peek != nil {
+		v, err = pk.AdmitPeek(ctx, a, hold, peek)
+	} else {
+		v, err = holder.Admit(ctx, a, hold)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, upstreamFailure(apierr.ClassClientCancel, "client closed the request", err)

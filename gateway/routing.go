@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/store"
 )
 
 // Routing orders a request's candidates before the limit stage, in four
@@ -89,6 +91,8 @@ type router struct {
 	affinity *affinityBook // nil: affinity off
 	turns    sync.Map      // client model id -> *atomic.Uint64 (round-robin, weighted, exploration)
 	latency  latencyBook
+	// everywhere: the operations every provider type serves.
+	everywhere [operationCount]bool
 }
 
 // latencyBook is the exponentially weighted moving average of time to
@@ -126,7 +130,7 @@ func (l *latencyBook) of(key string) (time.Duration, bool) {
 }
 
 func newRouter(cfg *compiledConfig, log *logger) *router {
-	r := &router{settings: cfg.routing, health: newHealthBook(cfg.routing.breaker)}
+	r := &router{settings: cfg.routing, health: newHealthBook(cfg.routing.breaker), everywhere: everywhere()}
 	r.health.log = log
 	r.active = cfg.failover.enabled || cfg.routing.strategy != strategyPriority || cfg.routing.affinity || aliasesRoute(cfg)
 	return r
@@ -152,8 +156,13 @@ func (r *router) turn(id string) uint64 {
 	return v.(*atomic.Uint64).Add(1) - 1
 }
 
-// orderCandidates is the routing stage (see the top of the file): it
-// sets c.cands, and c.target's first candidate to the first of them.
+// orderCandidates is the routing stage's first half, in the resolve
+// stage (see the top of the file): the pool and the strategy's order,
+// and the session's binding when it is known without a store read. The
+// second half (finishRouting) runs in the limit stage, after the
+// limiter's round trip, into which a binding read from Redis is folded.
+// Until then c.cands is the pool in order; c.target's first candidate
+// is set by the second half.
 func orderCandidates(c *call) {
 	all := c.target.candidates
 	r := c.g.router
@@ -171,35 +180,44 @@ func orderCandidates(c *call) {
 		return
 	}
 	c.rec.strategy = strategy
+	c.routing = true
 	// One slice holds the walk through every step: it is this request's
 	// own (the registry's lists are shared and never modified).
-	pool := make([]candidate, 0, len(all))
-	ops := c.route.op
-	for i := 0; i < len(all); i++ {
-		if i == 0 || backendFor(all[i].provider.kind).ops[ops] != nil {
-			pool = append(pool, all[i])
+	pool := append(make([]candidate, 0, len(all)), all...)
+	if !r.everywhere[c.route.op] {
+		pool = pool[:1]
+		for i := 1; i < len(all); i++ {
+			if backendFor(all[i].provider.kind).ops[c.route.op] != nil {
+				pool = append(pool, all[i])
+			}
 		}
 	}
 	if !failover && strategy == strategyPriority {
 		pool = pool[:1] // affinity alone never moves a request off the first candidate
 	}
 	orderBy(c, strategy, pool)
-	applyAffinity(c, pool)
-	now := r.health.now()
-	healthy := pool[:0]
-	first := pool[0]
-	for i := 0; i < len(pool); i++ {
-		if r.health.standing(pool[i], now) == healthOK {
-			healthy = append(healthy, pool[i])
-		} else {
-			c.rec.skipped = append(c.rec.skipped, candidateName(pool[i]))
-		}
+	c.cands = pool
+	if len(pool) > 1 {
+		startAffinity(c)
 	}
-	if len(healthy) == 0 {
-		healthy = append(healthy, first) // every candidate is unhealthy: one is attempted anyway
-		c.forceFirst = true
+}
+
+// finishRouting is the routing stage's second half: affinity (with the
+// binding the limiter's round trip read, or read now when it could not),
+// health, and the failover walk's cost guard.
+func finishRouting(c *call, peek *store.Peek) {
+	if !c.routing {
+		return
 	}
-	if !failover {
+	c.routing = false
+	r := c.g.router
+	pool := c.cands
+	applyAffinity(c, pool, peek)
+	healthy := pool
+	if !r.health.clean() {
+		healthy = keepHealthy(c, pool)
+	}
+	if !c.g.cfg.failover.enabled || !c.route.failover {
 		healthy = healthy[:1]
 	} else {
 		healthy = costGuarded(c, healthy)
@@ -209,6 +227,39 @@ func orderCandidates(c *call) {
 	c.rec.provider, c.rec.model = healthy[0].provider.name, healthy[0].model
 }
 
+// keepHealthy filters pool in place to its healthy candidates, noting
+// the others in the record; when none is healthy the first is kept (a
+// request is always attempted) and marked forced.
+func keepHealthy(c *call, pool []candidate) []candidate {
+	h := c.g.router.health
+	now := h.now()
+	first := pool[0]
+	healthy := pool[:0]
+	for i := 0; i < len(pool); i++ {
+		if h.standing(pool[i], now) == healthOK {
+			healthy = append(healthy, pool[i])
+		} else {
+			c.rec.skipped = append(c.rec.skipped, candidateName(pool[i]))
+		}
+	}
+	if len(healthy) == 0 {
+		healthy = append(healthy, first)
+		c.forceFirst = true
+	}
+	return healthy
+}
+
+// everywhere notes the operations every provider type serves (the pool
+// then needs no per-candidate check); read after the backends' tables
+// are filled.
+func everywhere() [operationCount]bool {
+	var out [operationCount]bool
+	for op := 0; op < int(operationCount); op++ {
+		out[op] = openAIBackend.ops[op] != nil && anthropicBackend.ops[op] != nil && geminiBackend.ops[op] != nil
+	}
+	return out
+}
+
 // costGuarded is the failover walk, filtered in place: the first
 // candidate, then every later one the cost guard allows, at most
 // failover.maxAttempts.
@@ -216,7 +267,7 @@ func costGuarded(c *call, cands []candidate) []candidate {
 	max := c.g.cfg.failover.maxAttempts
 	out := cands[:1]
 	for i := 1; i < len(cands) && len(out) < max; i++ {
-		if costAllowed(c.g, cands[0], cands[i]) {
+		if costAllowed(cands[0], cands[i]) {
 			out = append(out, cands[i])
 			continue
 		}
@@ -243,25 +294,19 @@ func orderBy(c *call, strategy string, out []candidate) {
 		}
 		byLatency(r, out)
 	case strategyLeastCost:
-		byCost(c.g, out)
+		byCost(out)
 	}
 }
 
-// rotate moves out[k] to the front, keeping the cyclic order (in place:
-// three reversals).
+// rotate moves out[k] to the front, keeping the cyclic order (builtin
+// copies: no interpreted per-element loop).
 func rotate(out []candidate, k int) {
 	if k == 0 {
 		return
 	}
-	reverse(out[:k])
-	reverse(out[k:])
-	reverse(out)
-}
-
-func reverse(s []candidate) {
-	for i, j := 0, len(s)-1; i < j; i, j = i+1, j-1 {
-		s[i], s[j] = s[j], s[i]
-	}
+	head := append([]candidate(nil), out[:k]...)
+	copy(out, out[k:])
+	copy(out[len(out)-k:], head)
 }
 
 // pickWeighted moves turn n's candidate to the front: over every run of
@@ -329,15 +374,14 @@ func byLatency(r *router, out []candidate) {
 
 // byCost sorts by list price (input plus output per token); an unknown
 // price sorts last.
-func byCost(g *Gateway, out []candidate) {
+func byCost(out []candidate) {
 	keys := make([]int64, len(out))
 	for i := 0; i < len(out); i++ {
-		p, src := g.pricer.listPrice(out[i].provider.name, out[i].model)
-		if src == priceSourceUnpriced {
+		if out[i].listSource == priceSourceUnpriced {
 			keys[i] = 1 << 62
 			continue
 		}
-		keys[i] = p.inputPerMTokMicroUSD + p.outputPerMTokMicroUSD
+		keys[i] = out[i].list.inputPerMTokMicroUSD + out[i].list.outputPerMTokMicroUSD
 	}
 	sort.Stable(&candSorter{c: out, less: func(i, j int) bool { return keys[i] < keys[j] }, swap: func(i, j int) { keys[i], keys[j] = keys[j], keys[i] }})
 }

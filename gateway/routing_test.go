@@ -612,3 +612,26 @@ func TestRoutingAliasStrategies(t *testing.T) {
 		t.Fatalf("priority list alias: counts %v, want [0 4 0]", got)
 	}
 }
+
+// A stall (requestTimeout without a byte) fails over, also under a
+// firstByteDeadline that has time left.
+func TestFailoverOnStall(t *testing.T) {
+	a, arrived, release := blockingUpstream(t)
+	defer close(release)
+	b := newRoutedUpstream(t)
+	for _, extra := range []string{``, `"firstByteDeadline": "1m",`} {
+		cfg := `{"failover": {"enabled": true}, ` + extra + `
+  "providers": {
+    "a": {"type": "openai", "baseUrl": "` + a.URL + `", "models": ["m1"], "requestTimeout": "100ms"},
+    "b": {"type": "openai", "baseUrl": "` + b.URL + `", "models": ["m1"]}},
+  "groups": {"all": {}},
+  "users": {"inline": [{"name": "alice", "group": "all", "apiKey": "` + testAliceKey + `"}]}}`
+		srv, _ := newTestGateway(t, cfg, nil)
+		before := b.ok.Load()
+		status, _, body := do(t, "POST", srv.URL+"/v1/chat/completions", testAliceKey, m1Chat)
+		<-arrived
+		if status != 200 || b.ok.Load() != before+1 {
+			t.Fatalf("%s: stall did not fail over: %d %s", extra, status, body)
+		}
+	}
+}

@@ -258,3 +258,37 @@ func TestHoldScriptReload(t *testing.T) {
 		t.Fatalf("round trips once cached = %d, want 1", n)
 	}
 }
+
+// A Peek rides the counter and admission round trips: GET and EXPIRE
+// after the operation's own commands, one round trip in all, including
+// the admission's first call (which also loads the script).
+func TestRedisPeekFolded(t *testing.T) {
+	r := NewRedis(RedisSettings{Address: redistest.Start(t)})
+	t.Cleanup(r.Close)
+	ctx := context.Background()
+	if err := r.SetBlob(ctx, "t:bind", []byte("p/m"), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	before := r.RoundTrips()
+	p := &Peek{Key: "t:bind", TTL: 5 * time.Second}
+	if _, _, err := r.ApplyPeek(ctx, []Incr{{Key: "t:n", Delta: 1, TTL: time.Minute}}, nil, p); err != nil {
+		t.Fatal(err)
+	}
+	if !p.Done || !p.Found || string(p.Value) != "p/m" || r.RoundTrips()-before != 1 {
+		t.Fatalf("apply peek: %+v, %d round trips", p, r.RoundTrips()-before)
+	}
+	missing := &Peek{Key: "t:none", TTL: time.Second}
+	before = r.RoundTrips()
+	v, err := r.AdmitPeek(ctx, tokenAdmission(1000, 10), tokenHold("h1", 10, time.Minute), missing)
+	if err != nil || v.Refused != -1 {
+		t.Fatalf("admit: %+v %v", v, err)
+	}
+	if !missing.Done || missing.Found || r.RoundTrips()-before != 1 {
+		t.Fatalf("admit peek: %+v, %d round trips", missing, r.RoundTrips()-before)
+	}
+	// The read renewed the binding's TTL to the peek's.
+	replies, err := r.c.pipeline(ctx, [][]string{{"TTL", "t:bind"}})
+	if err != nil || replies[0].int < 1 || replies[0].int > 5 {
+		t.Fatalf("TTL after the peek: %+v %v", replies, err)
+	}
+}

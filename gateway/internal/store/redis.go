@@ -86,17 +86,56 @@ func redisReplyError(cmd string, v respValue) error {
 // Apply sends, in ONE pipeline, INCRBY key delta + EXPIRE key seconds per
 // incr and then one MGET of every get key (when there are any).
 func (s *Redis) Apply(ctx context.Context, incrs []Incr, gets []string) ([]int64, []int64, error) {
-	if len(incrs) == 0 && len(gets) == 0 {
+	return s.ApplyPeek(ctx, incrs, gets, nil)
+}
+
+// ApplyPeek is Apply with p's GET and EXPIRE after its commands, in the
+// same round trip (p nil: Apply).
+func (s *Redis) ApplyPeek(ctx context.Context, incrs []Incr, gets []string, p *Peek) ([]int64, []int64, error) {
+	if len(incrs) == 0 && len(gets) == 0 && p == nil {
 		return nil, nil, nil
 	}
 	bt := &respBatch{req: appendApply(nil, incrs, gets), incrVals: make([]int64, len(incrs))}
 	if len(gets) > 0 {
 		bt.gets = make([]int64, len(gets))
 	}
+	if p != nil {
+		bt.req = appendPeek(bt.req, p)
+		bt.replies = make([]respValue, 2)
+	}
 	if err := respDo(ctx, s.c, bt); err != nil {
 		return nil, nil, err
 	}
+	if p != nil {
+		if err := peekResult(p, bt.replies[0], bt.replies[1]); err != nil {
+			return nil, nil, err
+		}
+	}
 	return applyResult(bt)
+}
+
+// appendPeek appends p's GET and EXPIRE commands.
+func appendPeek(b []byte, p *Peek) []byte {
+	b = appendRESPCommand(b, []string{"GET", p.Key})
+	return appendRESPCommand(b, []string{"EXPIRE", p.Key, strconv.FormatInt(ttlSeconds(p.TTL), 10)})
+}
+
+// peekResult reads p's two replies into it.
+func peekResult(p *Peek, get, expire respValue) error {
+	if get.kind == '-' {
+		return redisReplyError("GET", get)
+	}
+	if expire.kind == '-' {
+		return redisReplyError("EXPIRE", expire)
+	}
+	if get.kind != '$' {
+		return errors.New("redis: GET: unexpected reply type " + strconv.QuoteRune(rune(get.kind)))
+	}
+	p.Done, p.Found = true, !get.null
+	if p.Found {
+		p.Value = []byte(get.str)
+	}
+	return nil
 }
 
 // applyResult is Apply's outcome from its exchanged batch: the first

@@ -270,6 +270,12 @@ func admitPrefix(a *Admission) []byte {
 // Admit runs the admission script: one round trip. The command is a's
 // cached prefix and the hold's 4 arguments.
 func (s *Redis) Admit(ctx context.Context, a *Admission, h Hold) (Verdict, error) {
+	return s.AdmitPeek(ctx, a, h, nil)
+}
+
+// AdmitPeek is Admit with p's GET and EXPIRE after the script call, in
+// the same round trip (p nil: Admit).
+func (s *Redis) AdmitPeek(ctx context.Context, a *Admission, h Hold, p *Peek) (Verdict, error) {
 	prefix := admitPrefix(a)
 	req := make([]byte, 0, len(prefix)+len(h.Member)+80)
 	load := !s.scripts[admitLua.id].Load()
@@ -281,9 +287,20 @@ func (s *Redis) Admit(ctx context.Context, a *Admission, h Hold) (Verdict, error
 	req = appendBulk(req, h.Member)
 	req = appendBulk(req, strconv.FormatInt(h.Tokens, 10))
 	req = appendBulk(req, strconv.FormatInt(h.Cost, 10))
-	_, v, err := runScript(ctx, s, admitLua, req, 0, load, func() []byte { return admitEval(a, h) })
+	trailing := 0
+	if p != nil {
+		req = appendPeek(req, p)
+		trailing = 2
+	}
+	bt, v, err := runScriptThen(ctx, s, admitLua, req, 0, load, trailing, func() []byte { return admitEval(a, h) })
 	if err != nil {
 		return Verdict{}, err
+	}
+	if p != nil {
+		n := len(bt.replies)
+		if err := peekResult(p, bt.replies[n-2], bt.replies[n-1]); err != nil {
+			return Verdict{}, err
+		}
 	}
 	if v.kind != '*' || len(v.array) != 3 || v.array[0].kind != ':' || v.array[1].kind != ':' || v.array[2].kind != ':' {
 		return Verdict{}, scriptError("admit script", v)
@@ -321,11 +338,18 @@ func admitEval(a *Admission, h Hold) []byte {
 // the call's reply; on NOSCRIPT it sends eval() (the call with the
 // script's source) once more.
 func runScript(ctx context.Context, s *Redis, script *luaScript, req []byte, prefix int, load bool, eval func() []byte) (*respBatch, respValue, error) {
+	return runScriptThen(ctx, s, script, req, prefix, load, 0, eval)
+}
+
+// runScriptThen is runScript whose req ends with trailing more commands
+// after the call (their replies end bt.replies; a NOSCRIPT resend
+// carries the call alone).
+func runScriptThen(ctx context.Context, s *Redis, script *luaScript, req []byte, prefix int, load bool, trailing int, eval func() []byte) (*respBatch, respValue, error) {
 	n := 1
 	if load {
 		n = 2
 	}
-	bt := &respBatch{req: req, incrVals: make([]int64, prefix), replies: make([]respValue, n)}
+	bt := &respBatch{req: req, incrVals: make([]int64, prefix), replies: make([]respValue, n+trailing)}
 	if err := respDo(ctx, s.c, bt); err != nil {
 		return nil, respValue{}, err
 	}

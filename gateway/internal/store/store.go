@@ -36,6 +36,25 @@ type Blob interface {
 	GetBlobRenew(ctx context.Context, key string, ttl time.Duration) ([]byte, bool, error)
 }
 
+// Peek is a blob read folded into another operation's round trip: the
+// operation's commands are followed by GET Key and EXPIRE Key TTL (the
+// read renews an existing key's time to live). Done reports that the
+// read was made; Value and Found are its result.
+type Peek struct {
+	Key   string
+	TTL   time.Duration
+	Done  bool
+	Found bool
+	Value []byte
+}
+
+// Peeker folds a Peek into the counter and admission round trips. A nil
+// peek is the plain operation.
+type Peeker interface {
+	ApplyPeek(ctx context.Context, incrs []Incr, gets []string, p *Peek) ([]int64, []int64, error)
+	AdmitPeek(ctx context.Context, a *Admission, h Hold, p *Peek) (Verdict, error)
+}
+
 // Shared is a store that is a Counter, a Blob and a Holder: Redis, and the
 // Guarded store around it.
 type Shared interface {
@@ -48,4 +67,6 @@ var (
 	_ Counter = (*Memory)(nil)
 	_ Shared  = (*Redis)(nil)
 	_ Shared  = (*Guarded)(nil)
+	_ Peeker  = (*Redis)(nil)
+	_ Peeker  = (*Guarded)(nil)
 )

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"sync"
 	"time"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/store"
 )
 
 // Session affinity (routing.sessionAffinity): a conversation stays on the
@@ -112,6 +114,36 @@ func (b *affinityBook) lookup(ctx context.Context, key string, fresh bool) strin
 	return string(v)
 }
 
+// cached is key's binding when it is known without a store read: in
+// process, or read from the shared store less than affinityCacheFor ago.
+func (b *affinityBook) cached(key string) (string, bool) {
+	if b.shared == nil {
+		return b.lookup(context.Background(), key, false), true
+	}
+	now := b.now()
+	b.mu.Lock()
+	e, ok := b.local[key]
+	b.mu.Unlock()
+	if ok && now.Sub(e.at) < affinityCacheFor {
+		return e.target, true
+	}
+	return "", false
+}
+
+// absorb takes a binding read folded into another round trip (peek.Done)
+// into the replica's cache and returns it.
+func (b *affinityBook) absorb(key string, peek *store.Peek) string {
+	now := b.now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !peek.Found {
+		delete(b.local, key)
+		return ""
+	}
+	b.keep(key, affinityEntry{target: string(peek.Value), at: now}, now)
+	return string(peek.Value)
+}
+
 // bind points key at target, in the store before it returns.
 func (b *affinityBook) bind(ctx context.Context, key, target string) {
 	now := b.now()
@@ -149,6 +181,10 @@ func (b *affinityBook) keep(key string, e affinityEntry, now time.Time) {
 type callAffinity struct {
 	key   string // the binding key
 	bound string // the candidate bound before the request ("" none)
+	known bool   // bound is read
+	// peek is the binding's read folded into the limiter's round trip
+	// (nil: not needed).
+	peek *store.Peek
 }
 
 // sessionKey is the request's session key: a session header, else the
@@ -223,10 +259,11 @@ func conversationSeed(body []byte) string {
 	return "conversation:" + hex.EncodeToString(h.Sum(nil)[:16])
 }
 
-// applyAffinity moves the candidate the request's session is bound to
-// to the front of ordered (the request's own slice), when it is there
-// and healthy.
-func applyAffinity(c *call, ordered []candidate) {
+// startAffinity finds the request's session and, when the binding is
+// known without a store read (in process, or read from Redis less than
+// affinityCacheFor ago), its bound candidate; otherwise it prepares the
+// read that the limiter's round trip carries (c.aff.peek).
+func startAffinity(c *call) {
 	book := c.g.router.affinity
 	if book == nil || c.route.noOutput {
 		return
@@ -235,13 +272,48 @@ func applyAffinity(c *call, ordered []candidate) {
 	if session == "" {
 		return
 	}
-	c.aff = &callAffinity{key: bindingKey(c.req.model, session)}
-	c.aff.bound = book.lookup(c.r.Context(), c.aff.key, false)
-	if c.aff.bound == "" {
+	a := &callAffinity{key: bindingKey(c.req.model, session)}
+	c.aff = a
+	if target, known := book.cached(a.key); known {
+		a.bound, a.known = target, true
+		return
+	}
+	a.peek = &store.Peek{Key: a.key, TTL: book.ttl}
+}
+
+// pendingPeek is the binding read the limiter's round trip should carry
+// (nil: none).
+func pendingPeek(c *call) *store.Peek {
+	if c.aff == nil || c.aff.known {
+		return nil
+	}
+	return c.aff.peek
+}
+
+// applyAffinity moves the candidate the request's session is bound to
+// to the front of ordered (the request's own slice), when it is there
+// and healthy. peek is the binding read folded into the limiter's round
+// trip; when it was not made (no limiter round trip, or a store that
+// cannot fold) the binding is read now.
+func applyAffinity(c *call, ordered []candidate, peek *store.Peek) {
+	a := c.aff
+	if a == nil {
+		return
+	}
+	book := c.g.router.affinity
+	if !a.known {
+		if peek != nil && peek.Done {
+			a.bound = book.absorb(a.key, peek)
+		} else {
+			a.bound = book.lookup(c.r.Context(), a.key, true)
+		}
+		a.known = true
+	}
+	if a.bound == "" {
 		return
 	}
 	for i := 0; i < len(ordered); i++ {
-		if candidateName(ordered[i]) != c.aff.bound {
+		if candidateName(ordered[i]) != a.bound {
 			continue
 		}
 		if c.g.router.health.standing(ordered[i], c.g.router.health.now()) == healthOK {
@@ -284,10 +356,10 @@ func noteServed(c *call, cand candidate) {
 	book.bind(c.r.Context(), a.key, name)
 	if a.bound == "" {
 		c.rec.affinity = affinityNew
-		return
+	} else {
+		c.rec.affinity = affinityMoved
+		book.log.infof("session affinity: session %s moved from %q to %q", logName(a.key), a.bound, name)
 	}
-	c.rec.affinity = affinityMoved
-	book.log.infof("session affinity: session %s moved from %q to %q", logName(a.key), a.bound, name)
 	a.bound = name
 }
 

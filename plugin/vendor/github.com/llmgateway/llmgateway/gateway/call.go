@@ -121,7 +121,8 @@ func sendUpstream(c *call) (*exchange, *outbound, *apiError) {
 			continue // skipped: its half-open probe is already running
 		}
 		last, lastOut = e, o
-		if e.Code == codeFirstByteDeadline || e.Code != codeSaturated && !policy(e).failover || c.r.Context().Err() != nil {
+		if c.deadline && !time.Now().Before(c.rec.start.Add(c.g.cfg.firstByteDeadline)) ||
+			e.Code != codeSaturated && !policy(e).failover || c.r.Context().Err() != nil {
 			break
 		}
 		if !lastOne && c.rec.attempts < budget {
@@ -129,7 +130,21 @@ func sendUpstream(c *call) (*exchange, *outbound, *apiError) {
 			c.g.failoverLog.moved(c.g, cand, cands[i+1], e)
 		}
 	}
+	if last == nil {
+		// Every candidate was skipped (the walk forces its last one, so
+		// only an attempt budget spent elsewhere gets here): never an
+		// empty answer.
+		last = errNoCandidate()
+	}
 	return nil, lastOut, last
+}
+
+// errNoCandidate is the 503 of a walk that reached no candidate.
+func errNoCandidate() *apiError {
+	e := apierr.New(http.StatusServiceUnavailable, "server_error", "no_candidate_available",
+		"no provider could take the request right now (every candidate is recovering); retry shortly")
+	e.RetryAfter = "1"
+	return e
 }
 
 // tryRouted is one candidate's turn in the walk: its health claim (a
@@ -226,14 +241,10 @@ func firstByteWindow(c *call, p *providerRuntime) (time.Duration, *apiError) {
 	return p.timeout, nil
 }
 
-// codeFirstByteDeadline is the code of a request whose firstByteDeadline
-// passed.
-const codeFirstByteDeadline = "upstream_timeout"
-
 // errFirstByteDeadline is the 504 of a request no upstream answered
 // within firstByteDeadline.
 func errFirstByteDeadline(g *Gateway, attempts int) *apiError {
-	e := apierr.New(http.StatusGatewayTimeout, "server_error", codeFirstByteDeadline,
+	e := apierr.New(http.StatusGatewayTimeout, "server_error", "upstream_timeout",
 		"no upstream answered within firstByteDeadline ("+g.cfg.firstByteDeadline.String()+"; "+strconv.Itoa(attempts)+" attempts)")
 	e.Class = apierr.ClassStall
 	return e

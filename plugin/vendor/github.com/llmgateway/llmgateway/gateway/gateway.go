@@ -172,5 +172,5 @@ func (g *Gateway) models() *modelRegistry {
 func (g *Gateway) rebuildRegistry() {
 	g.rebuildMu.Lock()
 	defer g.rebuildMu.Unlock()
-	g.registry.Store(newModelRegistry(g.cfg, g.discovery.discovered(), g.warnings))
+	g.registry.Store(newModelRegistry(g.cfg, g.discovery.discovered(), g.warnings, g.pricer))
 }

@@ -3,6 +3,8 @@ package gateway
 import (
 	"net/http"
 
+	"github.com/llmgateway/llmgateway/gateway/internal/store"
+
 	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 	"github.com/llmgateway/llmgateway/gateway/internal/translate"
 )
@@ -20,16 +22,32 @@ import (
 // the reservation (c.resv) is settled by the account stage, or released
 // when the request ends without one.
 func admit(c *call, provider, model string, tokens, cost int64) *apiError {
+	if e := count(c, tokens, cost, nil); e != nil {
+		return e
+	}
+	return checkPriced(c, provider, model)
+}
+
+// count is admit's counting half: the request counted (and reserved
+// for) in its scopes, with peek folded into the store's round trip when
+// the store can.
+func count(c *call, tokens, cost int64, peek *store.Peek) *apiError {
 	g, user := c.g, c.user
 	if user.budgeted && c.route.priced {
-		r, e := g.limiter.reserve(c.r.Context(), user.scopes, tokens, cost)
+		r, e := g.limiter.reservePeek(c.r.Context(), user.scopes, tokens, cost, peek)
 		if e != nil {
 			return e
 		}
 		c.resv = r
-	} else if e := g.limiter.checkAndCount(c.r.Context(), user.scopes); e != nil {
-		return e
+		return nil
 	}
+	return g.limiter.checkAndCountPeek(c.r.Context(), user.scopes, peek)
+}
+
+// checkPriced is admit's price half: 402 when a cost-budgeted caller's
+// model has no known price.
+func checkPriced(c *call, provider, model string) *apiError {
+	g, user := c.g, c.user
 	if model == "" || g.cfg.allowUnpriced || !user.costBudget {
 		return nil
 	}

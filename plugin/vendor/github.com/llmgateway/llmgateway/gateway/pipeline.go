@@ -38,10 +38,12 @@ type call struct {
 	// hub (viaHub); nil until a candidate needs it.
 	hubConv *hubConversion
 	// cands is the routing stage's walk (routing.go): the candidates the
-	// call stage tries, in order. forceFirst: every candidate was unhealthy
-	// and the first is attempted anyway. aff is the session's binding
-	// (nil: no affinity). deadline: firstByteDeadline is set.
+	// call stage tries, in order (routing: its second half is still to
+	// run). forceFirst: every candidate was unhealthy and the first is
+	// attempted anyway. aff is the session's binding (nil: no
+	// affinity). deadline: firstByteDeadline is set.
 	cands      []candidate
+	routing    bool
 	forceFirst bool
 	aff        *callAffinity
 	deadline   bool
@@ -68,7 +70,7 @@ func serveMetered(g *Gateway, w http.ResponseWriter, r *http.Request, rt *route)
 		reject(c, errMethodNotAllowed(r.Method, rt.path, rt.method))
 		return
 	}
-	if !identify(c) || !admitBody(c) || !resolve(c) || !rt.unlimited && !limit(c) {
+	if !identify(c) || !admitBody(c) || !resolve(c) || !limit(c) {
 		return
 	}
 	if serveCached(c) {
@@ -136,15 +138,28 @@ func resolve(c *call) bool {
 	return true
 }
 
-// limit counts the request and checks the caller's limits (429/503), and
-// a cost budget's need for a price (402). Only priced routes need one.
+// limit counts the request and checks the caller's limits (429/503),
+// finishes the routing stage (its binding read rides the limiter's round
+// trip), and checks a cost budget's need for a price (402) on the
+// candidate that goes first. Only priced routes need one; an unlimited
+// route (count_tokens) is only routed.
 func limit(c *call) bool {
+	peek := pendingPeek(c)
+	if c.route.unlimited {
+		finishRouting(c, nil)
+		return true
+	}
+	tokens, cost := reservationFor(c)
+	if e := count(c, tokens, cost, peek); e != nil {
+		reject(c, e)
+		return false
+	}
+	finishRouting(c, peek)
 	priced := ""
 	if c.route.priced {
 		priced = c.target.model
 	}
-	tokens, cost := reservationFor(c)
-	if e := admit(c, c.target.provider.name, priced, tokens, cost); e != nil {
+	if e := checkPriced(c, c.target.provider.name, priced); e != nil {
 		reject(c, e)
 		return false
 	}

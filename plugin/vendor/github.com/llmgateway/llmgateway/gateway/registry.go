@@ -40,6 +40,7 @@ type modelRegistry struct {
 	meta           map[string]*ModelMetaConfig
 	contexts       map[string]map[string]int64 // provider -> model -> captured context
 	listing        []modelEntry                // every listable id, built once per snapshot
+	prices         *pricer                     // nil in tests: candidates carry no list price
 
 	// aliasRoutes is each alias's route while at least one of its
 	// targets resolves (built once per snapshot, shared read-only).
@@ -49,11 +50,11 @@ type modelRegistry struct {
 // newModelRegistry builds a snapshot from the configuration and the
 // discovered sets (provider name -> ids). Collisions are warned about
 // once per id over the gateway's lifetime.
-func newModelRegistry(c *compiledConfig, found discoverySnapshot, warnings *warningLog) *modelRegistry {
+func newModelRegistry(c *compiledConfig, found discoverySnapshot, warnings *warningLog, prices *pricer) *modelRegistry {
 	discovered := found.models
 	r := &modelRegistry{providers: c.providers, names: c.providerNames, bare: map[string][]*providerRuntime{},
 		models: map[string][]string{}, direct: map[string]map[string][]candidate{}, aliases: c.aliases, aliasNames: c.aliasNames,
-		meta: c.modelMeta, contexts: found.contexts}
+		meta: c.modelMeta, contexts: found.contexts, prices: prices}
 	for i := 0; i < len(r.names); i++ {
 		p := r.providers[r.names[i]]
 		set := make(map[string]bool, len(p.models)+len(discovered[p.name]))
@@ -130,13 +131,22 @@ type candidate struct {
 	maxOutput int64
 	weight    int    // the weighted strategy's weight (0 or 1: one share)
 	name      string // "provider/model", built once (routing's keys)
+	// list and listSource are the candidate's list price as billing
+	// resolves it without modelMeta (pricer.listPrice), resolved once:
+	// the cost guard and least-cost read them.
+	list       modelPrice
+	listSource string
 }
 
 // newCandidate builds a snapshot's candidate for provider p's model,
 // resolving its metadata once (r.meta and r.contexts must be set).
 func (r *modelRegistry) newCandidate(p *providerRuntime, model string) candidate {
-	return candidate{provider: p, model: model, maxOutput: r.resolveMeta(modelRoute{provider: p, model: model}).maxOutput, weight: 1,
-		name: p.name + "/" + model}
+	c := candidate{provider: p, model: model, maxOutput: r.resolveMeta(modelRoute{provider: p, model: model}).maxOutput, weight: 1,
+		name: p.name + "/" + model, listSource: priceSourceUnpriced}
+	if r.prices != nil {
+		c.list, c.listSource = r.prices.listPrice(p.name, model)
+	}
+	return c
 }
 
 // aliasCandidates is an alias's candidates: each target's, in target

@@ -180,6 +180,44 @@ func (s *Guarded) Admit(ctx context.Context, a *Admission, h Hold) (Verdict, err
 	return v, err
 }
 
+// ApplyPeek is the inner ApplyPeek under the guard (the inner store
+// must be a Peeker).
+func (s *Guarded) ApplyPeek(ctx context.Context, incrs []Incr, gets []string, p *Peek) ([]int64, []int64, error) {
+	pk, isPeeker := s.inner.(Peeker)
+	if !isPeeker {
+		return s.Apply(ctx, incrs, gets)
+	}
+	ok, probe := s.begin()
+	if !ok {
+		return nil, nil, errCoolingDown
+	}
+	opCtx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	started := s.now()
+	a, b, err := pk.ApplyPeek(opCtx, incrs, gets, p)
+	s.end(ctx, opCtx, err, probe, started)
+	return a, b, err
+}
+
+// AdmitPeek is the inner AdmitPeek under the guard (the inner store
+// must be a Peeker).
+func (s *Guarded) AdmitPeek(ctx context.Context, a *Admission, h Hold, p *Peek) (Verdict, error) {
+	pk, isPeeker := s.inner.(Peeker)
+	if !isPeeker {
+		return s.Admit(ctx, a, h)
+	}
+	ok, probe := s.begin()
+	if !ok {
+		return Verdict{}, errCoolingDown
+	}
+	opCtx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	started := s.now()
+	v, err := pk.AdmitPeek(opCtx, a, h, p)
+	s.end(ctx, opCtx, err, probe, started)
+	return v, err
+}
+
 // Settle is the inner Settle under the guard.
 func (s *Guarded) Settle(ctx context.Context, st *Settlement) error {
 	ok, probe := s.begin()
