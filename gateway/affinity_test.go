@@ -160,16 +160,22 @@ func TestSessionAffinityRedis(t *testing.T) {
 		}
 		return servedBy(ups, before)
 	}
-	first := send(r1.URL)
-	for i := 0; i < 10; i++ {
-		base := r1.URL
-		if i%2 == 0 {
-			base = r2.URL
-		}
-		if got := send(base); got != first {
-			t.Fatalf("request %d went to %d, bound to %d", i, got, first)
+	// alternate sends 10 requests, r2 first, and fails unless want
+	// served each.
+	alternate := func(what string, want int) {
+		t.Helper()
+		for i := 0; i < 10; i++ {
+			base := r1.URL
+			if i%2 == 0 {
+				base = r2.URL
+			}
+			if got := send(base); got != want {
+				t.Fatalf("%s: request %d went to %d, want %d", what, i, got, want)
+			}
 		}
 	}
+	first := send(r1.URL)
+	alternate("bound", first)
 	// The bound provider dies for good: r1 fails over and moves the
 	// binding; r2, whose cached binding is at most a second old, follows
 	// at once (its try of the dead provider fails, and it re-reads).
@@ -178,15 +184,7 @@ func TestSessionAffinityRedis(t *testing.T) {
 	if moved == first {
 		t.Fatal("no failover")
 	}
-	for i := 0; i < 10; i++ {
-		base := r2.URL
-		if i%2 == 1 {
-			base = r1.URL
-		}
-		if got := send(base); got != moved {
-			t.Fatalf("after the move, request %d went to %d, want %d", i, got, moved)
-		}
-	}
+	alternate("after the move", moved)
 }
 
 // The binding's Redis read rides the limiter's round trip: a request
@@ -202,8 +200,8 @@ func TestSessionAffinityReadFoldedIntoLimiter(t *testing.T) {
 			limits = `"limits": {"tokensPerDay": 100000000},` // admission by the reservation script
 		}
 		cfg := strings.Replace(routingConfig(ups, affinityRouting+`"redis": {"address": "`+addr+`"},`), `"all": {}`, `"all": {`+limits+`"models": []}`, 1)
-		clock := &testClock{t: time.Unix(1e9, 0)}
-		g, _, _ := serveTestGateway(t, cfg, nil, func(g *Gateway) { g.router.affinity.now = clock.now })
+		clock := &fakeClock{now: time.Unix(1e9, 0)}
+		g, _, _ := serveTestGateway(t, cfg, nil, func(g *Gateway) { g.router.affinity.now = clock.Now })
 		newSessionCall := func(session string) *call {
 			req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(m1Chat))
 			req.Header.Set("Authorization", "Bearer "+testAliceKey)
@@ -226,7 +224,7 @@ func TestSessionAffinityReadFoldedIntoLimiter(t *testing.T) {
 		if c.resv != nil {
 			c.resv.settle(translate.Usage{}, 0)
 		}
-		clock.advance(2 * time.Second) // ...and let the cache lapse: the next read goes to Redis
+		clock.Add(2 * time.Second) // ...and let the cache lapse: the next read goes to Redis
 		trips := func(session string) (int64, *call) {
 			c := newSessionCall(session)
 			before := g.redis.RoundTrips()

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"bytes"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -113,21 +112,12 @@ type routingBenchCase struct {
 // (never called: the benchmark stops at the routing decision).
 func newRoutingBenchGateway(b *testing.B, extra string) *Gateway {
 	b.Helper()
-	cfg, err := DecodeConfigJSON([]byte(`{` + extra + `
+	return newBenchGatewayFrom(b, `{`+extra+`
   "providers": {
     "p1": {"type": "openai", "baseUrl": "http://127.0.0.1:9", "apiKey": "k", "models": ["bench-model"]},
     "p2": {"type": "openai", "baseUrl": "http://127.0.0.1:9", "apiKey": "k", "models": ["bench-model"]},
     "p3": {"type": "openai", "baseUrl": "http://127.0.0.1:9", "apiKey": "k", "models": ["bench-model"]}},
   "groups": {"all": {}},
-  "users": {"inline": [{"name": "bench", "group": "all", "apiKey": "` + benchUserKey + `"}]}
-}`))
-	if err != nil {
-		b.Fatal(err)
-	}
-	g, err := New(nil, cfg, Options{Name: "bench", LogOutput: io.Discard})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = g.Close() })
-	return g
+  "users": {"inline": [{"name": "bench", "group": "all", "apiKey": "`+benchUserKey+`"}]}
+}`)
 }

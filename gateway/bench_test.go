@@ -94,11 +94,18 @@ func newBenchUpstream(b *testing.B) *httptest.Server {
 
 func newBenchGateway(b *testing.B, upstreamURL string) *Gateway {
 	b.Helper()
-	cfg, err := DecodeConfigJSON([]byte(`{
-  "providers": {"bench": {"type": "openai", "baseUrl": "` + upstreamURL + `", "apiKey": "` + benchProviderKey + `", "models": ["bench-model"]}},
+	return newBenchGatewayFrom(b, `{
+  "providers": {"bench": {"type": "openai", "baseUrl": "`+upstreamURL+`", "apiKey": "`+benchProviderKey+`", "models": ["bench-model"]}},
   "groups": {"all": {}},
-  "users": {"inline": [{"name": "bench", "group": "all", "apiKey": "` + benchUserKey + `"}]}
-}`))
+  "users": {"inline": [{"name": "bench", "group": "all", "apiKey": "`+benchUserKey+`"}]}
+}`)
+}
+
+// newBenchGatewayFrom builds a gateway from a JSON config, logging
+// nowhere.
+func newBenchGatewayFrom(b *testing.B, configJSON string) *Gateway {
+	b.Helper()
+	cfg, err := DecodeConfigJSON([]byte(configJSON))
 	if err != nil {
 		b.Fatal(err)
 	}

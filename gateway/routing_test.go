@@ -3,7 +3,6 @@ package gateway
 import (
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -67,6 +66,22 @@ func counts(ups []*routedUpstream) []int64 {
 		out[i] = ups[i].n.Load()
 	}
 	return out
+}
+
+// sendThenCount resets the counts, sends n chats, and fails unless the
+// upstreams then counted want.
+func sendThenCount(t *testing.T, base string, ups []*routedUpstream, n int, what string, want ...int64) {
+	t.Helper()
+	resetCounts(ups)
+	for i := 0; i < n; i++ {
+		chatWith(t, base, nil)
+	}
+	got := counts(ups)
+	for i := 0; i < len(want); i++ {
+		if got[i] != want[i] {
+			t.Fatalf("%s: counts %v, want %v", what, got, want)
+		}
+	}
 }
 
 func resetCounts(ups []*routedUpstream) {
@@ -246,32 +261,14 @@ func TestRoutingLeastLatency(t *testing.T) {
 	}
 }
 
-// testClock is an injectable clock for the health book.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // The request-path breaker: three failed requests open a provider's
 // breaker, it is skipped while open, one half-open probe after the
 // window, and the backoff doubles on a failed probe.
 func TestRequestBreaker(t *testing.T) {
 	ups := routedUpstreams(t, 2)
-	clock := &testClock{t: time.Unix(1e9, 0)}
+	clock := &fakeClock{now: time.Unix(1e9, 0)}
 	g, srv, logs := serveTestGateway(t, routingConfig(ups, `"failover": {"enabled": true},`), nil, func(g *Gateway) {
-		g.router.health.now = clock.now
+		g.router.health.now = clock.Now
 	})
 	ups[0].fail.Store(500)
 	for i := 0; i < 3; i++ {
@@ -288,37 +285,16 @@ func TestRequestBreaker(t *testing.T) {
 	if !strings.Contains(logs.String(), `routing: "a" is skipped for 30s after 3 consecutive failed requests`) {
 		t.Fatalf("no breaker line:\n%s", logs)
 	}
-	resetCounts(ups)
-	for i := 0; i < 5; i++ {
-		chatWith(t, srv.URL, nil)
-	}
-	if got := counts(ups); got[0] != 0 || got[1] != 5 {
-		t.Fatalf("while open: counts %v, want [0 5]", got)
-	}
+	sendThenCount(t, srv.URL, ups, 5, "while open", 0, 5)
 	// The window passes: one probe, which fails: open again for 60s.
-	clock.advance(31 * time.Second)
-	resetCounts(ups)
-	chatWith(t, srv.URL, nil)
-	chatWith(t, srv.URL, nil)
-	if got := counts(ups); got[0] != 1 || got[1] != 2 {
-		t.Fatalf("failed probe: counts %v, want [1 2]", got)
-	}
-	clock.advance(31 * time.Second) // within the doubled window
-	resetCounts(ups)
-	chatWith(t, srv.URL, nil)
-	if got := counts(ups); got[0] != 0 {
-		t.Fatalf("a probed within its doubled window: %v", got)
-	}
+	clock.Add(31 * time.Second)
+	sendThenCount(t, srv.URL, ups, 2, "failed probe", 1, 2)
+	clock.Add(31 * time.Second) // within the doubled window
+	sendThenCount(t, srv.URL, ups, 1, "within the doubled window", 0)
 	// a recovers; the next probe closes the breaker.
 	ups[0].fail.Store(0)
-	clock.advance(30 * time.Second)
-	resetCounts(ups)
-	for i := 0; i < 3; i++ {
-		chatWith(t, srv.URL, nil)
-	}
-	if got := counts(ups); got[0] != 3 || got[1] != 0 {
-		t.Fatalf("after recovery: counts %v, want [3 0]", got)
-	}
+	clock.Add(30 * time.Second)
+	sendThenCount(t, srv.URL, ups, 3, "after recovery", 3, 0)
 	if s := g.router.health.state("a"); s != breakerClosed {
 		t.Fatalf("a's breaker is %s after a good probe", s)
 	}
@@ -359,9 +335,9 @@ func TestRequestBreakerAllOpen(t *testing.T) {
 // any breaker opens.
 func TestRateLimitParking(t *testing.T) {
 	ups := routedUpstreams(t, 2)
-	clock := &testClock{t: time.Unix(1e9, 0)}
+	clock := &fakeClock{now: time.Unix(1e9, 0)}
 	_, srv, _ := serveTestGateway(t, routingConfig(ups, `"failover": {"enabled": true},`), nil, func(g *Gateway) {
-		g.router.health.now = clock.now
+		g.router.health.now = clock.Now
 	})
 	ups[0].fail.Store(429)
 	ups[0].retryAfter.Store("5")
@@ -369,19 +345,9 @@ func TestRateLimitParking(t *testing.T) {
 		t.Fatalf("first: %d", status)
 	}
 	ups[0].fail.Store(0)
-	resetCounts(ups)
-	for i := 0; i < 3; i++ {
-		chatWith(t, srv.URL, nil)
-	}
-	if got := counts(ups); got[0] != 0 || got[1] != 3 {
-		t.Fatalf("parked: counts %v, want [0 3]", got)
-	}
-	clock.advance(6 * time.Second)
-	resetCounts(ups)
-	chatWith(t, srv.URL, nil)
-	if got := counts(ups); got[0] != 1 || got[1] != 0 {
-		t.Fatalf("after Retry-After: counts %v, want [1 0]", got)
-	}
+	sendThenCount(t, srv.URL, ups, 3, "parked", 0, 3)
+	clock.Add(6 * time.Second)
+	sendThenCount(t, srv.URL, ups, 1, "after Retry-After", 1, 0)
 }
 
 // blockingUpstream holds every request until release is closed, telling

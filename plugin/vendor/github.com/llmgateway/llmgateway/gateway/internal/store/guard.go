@@ -100,16 +100,7 @@ func (s *Guarded) end(parent, ctx context.Context, err error, probe bool, starte
 
 // Apply is the inner Apply under the guard.
 func (s *Guarded) Apply(ctx context.Context, incrs []Incr, gets []string) ([]int64, []int64, error) {
-	ok, probe := s.begin()
-	if !ok {
-		return nil, nil, errCoolingDown
-	}
-	opCtx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	started := s.now()
-	a, b, err := s.inner.Apply(opCtx, incrs, gets)
-	s.end(ctx, opCtx, err, probe, started)
-	return a, b, err
+	return s.ApplyPeek(ctx, incrs, gets, nil)
 }
 
 // ApplyIfUp is Apply for background writes: while the store is marked
@@ -126,20 +117,15 @@ func (s *Guarded) ApplyIfUp(ctx context.Context, incrs []Incr, gets []string) ([
 
 // GetBlob is the inner GetBlob under the guard.
 func (s *Guarded) GetBlob(ctx context.Context, key string) ([]byte, bool, error) {
-	ok, probe := s.begin()
-	if !ok {
-		return nil, false, errCoolingDown
-	}
-	opCtx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	started := s.now()
-	v, found, err := s.inner.GetBlob(opCtx, key)
-	s.end(ctx, opCtx, err, probe, started)
-	return v, found, err
+	return s.getBlob(ctx, key, 0, false)
 }
 
 // GetBlobRenew is the inner GetBlobRenew under the guard.
 func (s *Guarded) GetBlobRenew(ctx context.Context, key string, ttl time.Duration) ([]byte, bool, error) {
+	return s.getBlob(ctx, key, ttl, true)
+}
+
+func (s *Guarded) getBlob(ctx context.Context, key string, ttl time.Duration, renew bool) ([]byte, bool, error) {
 	ok, probe := s.begin()
 	if !ok {
 		return nil, false, errCoolingDown
@@ -147,7 +133,14 @@ func (s *Guarded) GetBlobRenew(ctx context.Context, key string, ttl time.Duratio
 	opCtx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	started := s.now()
-	v, found, err := s.inner.GetBlobRenew(opCtx, key, ttl)
+	var v []byte
+	var found bool
+	var err error
+	if renew {
+		v, found, err = s.inner.GetBlobRenew(opCtx, key, ttl)
+	} else {
+		v, found, err = s.inner.GetBlob(opCtx, key)
+	}
 	s.end(ctx, opCtx, err, probe, started)
 	return v, found, err
 }
@@ -168,25 +161,13 @@ func (s *Guarded) SetBlob(ctx context.Context, key string, value []byte, ttl tim
 
 // Admit is the inner Admit under the guard.
 func (s *Guarded) Admit(ctx context.Context, a *Admission, h Hold) (Verdict, error) {
-	ok, probe := s.begin()
-	if !ok {
-		return Verdict{}, errCoolingDown
-	}
-	opCtx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	started := s.now()
-	v, err := s.inner.Admit(opCtx, a, h)
-	s.end(ctx, opCtx, err, probe, started)
-	return v, err
+	return s.AdmitPeek(ctx, a, h, nil)
 }
 
-// ApplyPeek is the inner ApplyPeek under the guard (the inner store
-// must be a Peeker).
+// ApplyPeek is the inner ApplyPeek under the guard (without a peek, or
+// over a store that cannot fold one, the inner Apply: p.Done stays
+// false).
 func (s *Guarded) ApplyPeek(ctx context.Context, incrs []Incr, gets []string, p *Peek) ([]int64, []int64, error) {
-	pk, isPeeker := s.inner.(Peeker)
-	if !isPeeker {
-		return s.Apply(ctx, incrs, gets)
-	}
 	ok, probe := s.begin()
 	if !ok {
 		return nil, nil, errCoolingDown
@@ -194,18 +175,20 @@ func (s *Guarded) ApplyPeek(ctx context.Context, incrs []Incr, gets []string, p 
 	opCtx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	started := s.now()
-	a, b, err := pk.ApplyPeek(opCtx, incrs, gets, p)
+	var a, b []int64
+	var err error
+	if pk, isPeeker := s.inner.(Peeker); isPeeker && p != nil {
+		a, b, err = pk.ApplyPeek(opCtx, incrs, gets, p)
+	} else {
+		a, b, err = s.inner.Apply(opCtx, incrs, gets)
+	}
 	s.end(ctx, opCtx, err, probe, started)
 	return a, b, err
 }
 
-// AdmitPeek is the inner AdmitPeek under the guard (the inner store
-// must be a Peeker).
+// AdmitPeek is the inner AdmitPeek under the guard (without a peek, or
+// over a store that cannot fold one, the inner Admit).
 func (s *Guarded) AdmitPeek(ctx context.Context, a *Admission, h Hold, p *Peek) (Verdict, error) {
-	pk, isPeeker := s.inner.(Peeker)
-	if !isPeeker {
-		return s.Admit(ctx, a, h)
-	}
 	ok, probe := s.begin()
 	if !ok {
 		return Verdict{}, errCoolingDown
@@ -213,7 +196,13 @@ func (s *Guarded) AdmitPeek(ctx context.Context, a *Admission, h Hold, p *Peek) 
 	opCtx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	started := s.now()
-	v, err := pk.AdmitPeek(opCtx, a, h, p)
+	var v Verdict
+	var err error
+	if pk, isPeeker := s.inner.(Peeker); isPeeker && p != nil {
+		v, err = pk.AdmitPeek(opCtx, a, h, p)
+	} else {
+		v, err = s.inner.Admit(opCtx, a, h)
+	}
 	s.end(ctx, opCtx, err, probe, started)
 	return v, err
 }
