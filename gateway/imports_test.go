@@ -96,9 +96,10 @@ func TestStdlibOnly(t *testing.T) {
 // tests start a redis-server through the test helper redistest.
 var leafImports = map[string][]string{
 	"internal/apierr":    nil,
+	"internal/chans":     nil,
 	"internal/redistest": nil,
 	"internal/sse":       nil,
-	"internal/store":     {"internal/redistest"},
+	"internal/store":     {"internal/chans", "internal/redistest"},
 	"internal/translate": {"internal/apierr", "internal/sse"},
 }
 

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/chans"
 )
 
 // retrySettings is RetryConfig compiled. retries is 0 when retry is off.
@@ -81,12 +83,8 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	i, _, _ := chans.Wait(chans.Recv(t.C), chans.Recv(ctx.Done()))
+	return i == 0
 }
 
 // transientStatus is the retry classification for an upstream answer.

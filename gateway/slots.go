@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/chans"
 )
 
 // Per-provider concurrency (providers.X.maxConcurrent): at most that
@@ -63,10 +65,8 @@ func compileSlots(field string, pc *ProviderConfig) (*providerSlots, error) {
 // acquire takes a slot, waiting in the queue when there is room in it;
 // false when the queue is full, the wait timed out or ctx ended.
 func (s *providerSlots) acquire(ctx context.Context) bool {
-	select {
-	case s.sem <- struct{}{}:
+	if chans.TrySendUnit(s.sem) {
 		return true
-	default:
 	}
 	if s.queued.Add(1) > s.maxQueue {
 		s.queued.Add(-1)
@@ -75,13 +75,8 @@ func (s *providerSlots) acquire(ctx context.Context) bool {
 	defer s.queued.Add(-1)
 	t := time.NewTimer(s.timeout)
 	defer t.Stop()
-	select {
-	case s.sem <- struct{}{}:
-		return true
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	return false
+	i, _, _ := chans.Wait(chans.Send(s.sem, struct{}{}), chans.Recv(t.C), chans.Recv(ctx.Done()))
+	return i == 0
 }
 
 // release gives a slot back.

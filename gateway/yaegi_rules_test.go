@@ -52,3 +52,29 @@ func hasNamedResults(ft *ast.FuncType) bool {
 	}
 	return false
 }
+
+// TestNoSelectStatements fails on a select statement in a non-test file
+// of any package of the core. Yaegi v0.16.1 builds one
+// []reflect.SelectCase per select statement and every execution fills
+// it in: concurrent runs of one statement exchange channels and sent
+// values (internal/chans has the operations the core needs, built per
+// call).
+func TestNoSelectStatements(t *testing.T) {
+	files := coreGoFiles(t, ".")
+	fset := token.NewFileSet()
+	for i := 0; i < len(files); i++ {
+		if strings.HasSuffix(files[i], "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, files[i], nil, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", files[i], err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if s, ok := n.(*ast.SelectStmt); ok {
+				t.Errorf("%s: select statement (under Yaegi concurrent runs of it share their cases; use internal/chans)", fset.Position(s.Pos()))
+			}
+			return true
+		})
+	}
+}

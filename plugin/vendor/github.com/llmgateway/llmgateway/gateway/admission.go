@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/chans"
 )
 
 // Body admission: a small semaphore held only while a unified or media
@@ -68,25 +70,20 @@ type bodySlot struct {
 // (a 503). A plain function: the request path pays for every
 // interpreted method call.
 func takeBodySlot(b *bodyAdmission) *bodySlot {
-	select {
-	case b.slots <- struct{}{}:
+	if chans.TrySendUnit(b.slots) {
 		return &bodySlot{b: b}
-	default:
-		return nil
 	}
+	return nil
 }
 
 // releaseSlot gives the slot back unless that was done already. The
-// receive never blocks: compiled, the slot's token is always there; under
-// Yaegi v0.16.1 a request was seen (rarely, in CI) waiting forever here
-// on an empty channel, as if its select had sent nothing — a lost token
-// must cost one slot of headroom at most, never a hung request.
+// receive never blocks (the slot's token is always there; if it were not,
+// a lost token must cost one slot of headroom at most, never a hung
+// request). A request once hung here in CI under Yaegi: its select had
+// sent another request's token (see internal/chans).
 func releaseSlot(s *bodySlot) {
 	if s.given.CompareAndSwap(false, true) {
-		select {
-		case <-s.b.slots:
-		default:
-		}
+		chans.TryRecvUnit(s.b.slots)
 	}
 }
 

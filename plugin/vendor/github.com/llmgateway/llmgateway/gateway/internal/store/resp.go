@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/chans"
 )
 
 // A hand-rolled, stdlib-only RESP2 client (go-redis is not Yaegi-
@@ -129,33 +131,24 @@ func (c *respClient) close() {
 }
 
 func (c *respClient) isClosed() bool {
-	select {
-	case <-c.closed:
-		return true
-	default:
-		return false
-	}
+	return chans.Closed(c.closed)
 }
 
 // drainIdle closes every idle connection.
 func (c *respClient) drainIdle() {
 	for {
-		select {
-		case cn := <-c.idle:
-			c.discard(cn)
-		default:
+		v, ok := chans.TryRecv(c.idle)
+		if !ok {
 			return
 		}
+		c.discard(v.(*respConn))
 	}
 }
 
 // discard closes cn and frees its slot.
 func (c *respClient) discard(cn *respConn) {
 	_ = cn.nc.Close()
-	select {
-	case <-c.slots:
-	default:
-	}
+	chans.TryRecvUnit(c.slots)
 }
 
 // release returns a healthy connection to the idle pool.
@@ -164,9 +157,7 @@ func (c *respClient) release(cn *respConn) {
 		c.discard(cn)
 		return
 	}
-	select {
-	case c.idle <- cn:
-	default:
+	if !chans.TrySend(c.idle, cn) {
 		// Cannot happen (idle has room for every slot); never leak.
 		c.discard(cn)
 	}
@@ -181,26 +172,24 @@ func (c *respClient) get(ctx context.Context) (*respConn, bool, error) {
 	if c.isClosed() {
 		return nil, false, errRESPClosed
 	}
-	select {
-	case cn := <-c.idle:
-		return cn, true, nil
-	default:
+	if v, ok := chans.TryRecv(c.idle); ok {
+		return v.(*respConn), true, nil
 	}
-	select {
-	case cn := <-c.idle:
-		return cn, true, nil
-	case c.slots <- struct{}{}:
+	i, v, _ := chans.Wait(chans.Recv(c.idle), chans.Send(c.slots, struct{}{}), chans.Recv(c.closed), chans.Recv(ctx.Done()))
+	switch i {
+	case 0:
+		return v.(*respConn), true, nil
+	case 1:
 		cn, err := c.dial(ctx)
 		if err != nil {
 			<-c.slots
 			return nil, false, err
 		}
 		return cn, false, nil
-	case <-c.closed:
+	case 2:
 		return nil, false, errRESPClosed
-	case <-ctx.Done():
-		return nil, false, ctx.Err()
 	}
+	return nil, false, ctx.Err()
 }
 
 // dial opens, secures and prepares one connection: TLS when configured,
@@ -328,16 +317,12 @@ func respDo(ctx context.Context, c *respClient, bt *respBatch) error {
 		// get, inlined: an idle connection when there is one.
 		var cn *respConn
 		reused := false
-		select {
-		case <-c.closed:
+		if chans.Closed(c.closed) {
 			return errRESPClosed
-		default:
 		}
-		select {
-		case idle := <-c.idle:
-			cn = idle
+		if v, ok := chans.TryRecv(c.idle); ok {
+			cn = v.(*respConn)
 			reused = true
-		default:
 		}
 		if cn == nil {
 			got, wasIdle, err := c.get(ctx)
@@ -351,26 +336,16 @@ func respDo(ctx context.Context, c *respClient, bt *respBatch) error {
 		err := respExchange(ctx, c, cn, bt, &noReply)
 		if err == nil {
 			// release, inlined.
-			closed := false
-			select {
-			case <-c.closed:
-				closed = true
-			default:
-			}
-			if closed {
+			if chans.Closed(c.closed) {
 				c.discard(cn)
 				return nil
 			}
-			select {
-			case c.idle <- cn:
-			default:
+			if !chans.TrySend(c.idle, cn) {
 				// Cannot happen (idle has room for every slot); never leak.
 				c.discard(cn)
 			}
-			select {
-			case <-c.closed:
+			if chans.Closed(c.closed) {
 				c.drainIdle()
-			default:
 			}
 			return nil
 		}
@@ -433,11 +408,9 @@ func respExchange(ctx context.Context, c *respClient, cn *respConn, bt *respBatc
 		go func() {
 			defer close(exited)
 			defer func() { _ = recover() }()
-			select {
-			case <-done:
+			if i, _, _ := chans.Wait(chans.Recv(done), chans.Recv(stop)); i == 0 {
 				// Unblock the reader/writer now; the caller closes nc.
 				_ = nc.SetDeadline(time.Unix(1, 0))
-			case <-stop:
 			}
 		}()
 		// The watcher has exited before the connection can go back to
