@@ -639,23 +639,23 @@ func TestRealTraefikRouting(t *testing.T) {
 	})
 }
 
-// TestYaegiRoutingSelectIsShared records a Yaegi v0.16.1 defect that the
-// core's concurrency caps run into in the plugin form, with the construct
-// of providerSlots.acquire (gateway/slots.go: select { case s.sem <-
+// TestYaegiRoutingSelectIsShared records a Yaegi v0.16.1 defect, with
+// the construct providerSlots.acquire had (select { case s.sem <-
 // struct{}{}: ... default: }). Yaegi compiles a select statement once,
 // into one []reflect.SelectCase that every execution fills with its own
-// channels and hands to reflect.Select (interp/run.go, _select: cases is
-// made once at run.go:3758, filled at run.go:3801-3810 and passed to
-// reflect.Select at run.go:3815 by every execution): two
-// goroutines running the same select at once share it, and one may send
-// on — or receive from — the other's channel. Here each goroutine
-// acquires a semaphore of its own (capacity 1, emptied every round), so
-// compiled Go can never fail; interpreted, a send misses its own
-// semaphore within milliseconds (the token lands in another's). In the
-// gateway that is a request holding another provider's (or another
-// middleware instance's) slot, and a release (<-s.sem) that takes
-// another request's token or blocks on an empty channel. The test passes while the defect is there; when a Yaegi
-// upgrade fixes it, it fails, and the core's selects can be reconsidered.
+// channels and values and hands to reflect.Select (interp/run.go,
+// _select: cases is made once at run.go:3758, filled at run.go:3801-3810
+// and passed to reflect.Select at run.go:3815): two goroutines running
+// the same select at once share it, and one may send on — or receive
+// from — the other's channel, or send the other's value. Here each
+// goroutine acquires a semaphore of its own (capacity 1, emptied every
+// round), so compiled Go can never fail; interpreted, a send misses its
+// own semaphore within milliseconds. The core has no select statement
+// since (gateway/internal/chans builds the cases per call;
+// gateway/yaegi_rules_test.go fails on a select, and
+// internal/chans.TestConcurrentOwnChannels checks the property under
+// `yaegi test`). This test passes while the defect is there; when a
+// Yaegi upgrade fixes it, it fails, and the rule can be reconsidered.
 // With a single CPU the interleaving is rare: skipped.
 func TestYaegiRoutingSelectIsShared(t *testing.T) {
 	if runtime.GOMAXPROCS(0) < 2 {
