@@ -45,6 +45,35 @@ func compileFailover(fc *FailoverConfig) (failoverSettings, error) {
 	return s, nil
 }
 
+// composedWarnAbove is the composed worst case above which startup
+// warns.
+const composedWarnAbove = 12
+
+// composedAttemptsWarning is the startup warning about one request's
+// worst case when failover and retry compose to many outbound calls
+// ("" when they do not): failover.maxAttempts × (1 + retry.attempts),
+// bounded by maxUpstreamAttempts, each waiting up to its provider's
+// requestTimeout for headers unless firstByteDeadline bounds the sum.
+func composedAttemptsWarning(c *compiledConfig) string {
+	if !c.failover.enabled || c.retry.retries == 0 {
+		return ""
+	}
+	composed := c.failover.maxAttempts * (1 + c.retry.retries)
+	if composed <= composedWarnAbove {
+		return ""
+	}
+	bound := composed
+	if c.maxAttempts < bound {
+		bound = c.maxAttempts
+	}
+	deadline := "each waiting up to its provider's requestTimeout for response headers (set firstByteDeadline to bound the sum)"
+	if c.firstByteDeadline > 0 {
+		deadline = "all within firstByteDeadline (" + c.firstByteDeadline.String() + ")"
+	}
+	return fmt.Sprintf("failover.maxAttempts (%d) × (1 + retry.attempts (%d)) = %d outbound calls for one request at worst; maxUpstreamAttempts bounds it to %d, %s",
+		c.failover.maxAttempts, c.retry.retries, composed, bound, deadline)
+}
+
 func compileMaxUpstreamAttempts(n int) (int, error) {
 	if n == 0 {
 		return defaultMaxUpstreamAttempts, nil

@@ -178,3 +178,22 @@ func TestFailoverCachePerCandidate(t *testing.T) {
 		t.Fatalf("a called %d (want 2: it is tried first each time), b %d (want 1: then cached)", aCalls.Load(), bCalls.Load())
 	}
 }
+
+// Startup warns when failover and retry compose to more than 12 calls
+// per request, naming the bound that applies.
+func TestComposedAttemptsWarning(t *testing.T) {
+	for _, tc := range []struct{ extra, want string }{
+		{`"failover": {"enabled": true, "maxAttempts": 5}, "retry": {"enabled": true, "attempts": 3},`,
+			"failover.maxAttempts (5) × (1 + retry.attempts (3)) = 20 outbound calls for one request at worst; maxUpstreamAttempts bounds it to 6, each waiting up to its provider's requestTimeout"},
+		{`"failover": {"enabled": true, "maxAttempts": 5}, "retry": {"enabled": true, "attempts": 3}, "maxUpstreamAttempts": 40, "firstByteDeadline": "20s",`,
+			"= 20 outbound calls for one request at worst; maxUpstreamAttempts bounds it to 20, all within firstByteDeadline (20s)"},
+		{`"failover": {"enabled": true}, "retry": {"enabled": true, "attempts": 3},`, ""}, // 3 × 4 = 12: no warning
+		{`"failover": {"enabled": true, "maxAttempts": 10},`, ""},                        // no retry
+	} {
+		_, logs := newTestGateway(t, failoverConfig("http://127.0.0.1:1", "http://127.0.0.1:2", tc.extra), nil)
+		got := strings.Contains(logs.String(), "outbound calls for one request at worst")
+		if tc.want == "" && got || tc.want != "" && !strings.Contains(logs.String(), tc.want) {
+			t.Fatalf("%s:\n%s", tc.extra, logs)
+		}
+	}
+}

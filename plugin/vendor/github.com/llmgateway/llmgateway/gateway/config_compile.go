@@ -181,6 +181,9 @@ func compileConfig(cfg *Config) (*compiledConfig, error) {
 	if c.routing, err = compileRouting(cfg.Routing); err != nil {
 		return nil, err
 	}
+	if w := composedAttemptsWarning(c); w != "" {
+		c.warnings = append(c.warnings, w)
+	}
 	if c.redis, err = compileRedis(cfg.Redis); err != nil {
 		return nil, err
 	}
