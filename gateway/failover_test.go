@@ -188,7 +188,7 @@ func TestComposedAttemptsWarning(t *testing.T) {
 		{`"failover": {"enabled": true, "maxAttempts": 5}, "retry": {"enabled": true, "attempts": 3}, "maxUpstreamAttempts": 40, "firstByteDeadline": "20s",`,
 			"= 20 outbound calls for one request at worst; maxUpstreamAttempts bounds it to 20, all within firstByteDeadline (20s)"},
 		{`"failover": {"enabled": true}, "retry": {"enabled": true, "attempts": 3},`, ""}, // 3 × 4 = 12: no warning
-		{`"failover": {"enabled": true, "maxAttempts": 10},`, ""},                        // no retry
+		{`"failover": {"enabled": true, "maxAttempts": 10},`, ""},                         // no retry
 	} {
 		_, logs := newTestGateway(t, failoverConfig("http://127.0.0.1:1", "http://127.0.0.1:2", tc.extra), nil)
 		got := strings.Contains(logs.String(), "outbound calls for one request at worst")
