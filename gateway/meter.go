@@ -87,7 +87,9 @@ func worstCost(g *Gateway, candidates []candidate, prompt, output int64) int64 {
 
 // reservationFor is a unified-route request's worst case: the prompt
 // estimate, ceil(body bytes / 4), plus its output cap (none for
-// embedding routes), in tokens, and that at the dearest candidate's price.
+// embedding routes; without the request's own, the largest of the
+// candidates routing may use), in tokens, and that at the dearest
+// candidate's price.
 func reservationFor(c *call) (int64, int64) {
 	if !c.user.budgeted || !c.route.priced {
 		return 0, 0
@@ -96,6 +98,16 @@ func reservationFor(c *call) (int64, int64) {
 	var output int64
 	if !c.route.noOutput {
 		output = outputCap(c.req.maxOutputTokens, maxOutputTokens(c.g, c.target))
+		if c.req.maxOutputTokens == 0 && len(c.cands) > 1 && c.target.maxOutput == c.target.candidates[0].maxOutput {
+			// Routing may serve the request from any candidate of the
+			// walk: reserve for the one that may write the most (an
+			// alias's own maxOutputTokens, when set, stands for all).
+			for i := 0; i < len(c.cands); i++ {
+				if o := outputCap(0, c.cands[i].maxOutput); o > output {
+					output = o
+				}
+			}
+		}
 	}
 	var cost int64
 	if c.user.costBudget {

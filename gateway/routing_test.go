@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -598,6 +599,23 @@ func TestFailoverOnStall(t *testing.T) {
 		<-arrived
 		if status != 200 || b.ok.Load() != before+1 {
 			t.Fatalf("%s: stall did not fail over: %d %s", extra, status, body)
+		}
+	}
+}
+
+// A budgeted request that names no output cap reserves for the candidate
+// of its walk that may write the most, not only the first.
+func TestRoutingReservesForTheLargestCandidate(t *testing.T) {
+	ups := routedUpstreams(t, 2)
+	cfg := strings.Replace(routingConfig(ups, `"routing": {"strategy": "round-robin"},
+  "modelMeta": {"a/m1": {"maxOutputTokens": 100}, "b/m1": {"maxOutputTokens": 5000}},`),
+		`"all": {}`, `"all": {"limits": {"tokensPerDay": 1000}}`, 1)
+	srv, _ := newTestGateway(t, cfg, nil)
+	prompt := (len(m1Chat) + 3) / 4
+	for i := 0; i < 2; i++ { // whichever candidate the rotation puts first
+		status, _, body := chatWith(t, srv.URL, nil)
+		if status != 429 || !strings.Contains(body, "this request reserves up to "+strconv.Itoa(prompt+5000)+" ") {
+			t.Fatalf("turn %d: %d %s", i, status, body)
 		}
 	}
 }
