@@ -208,7 +208,7 @@ func TestSessionAffinityReadFoldedIntoLimiter(t *testing.T) {
 			if session != "" {
 				req.Header.Set("X-Session-Id", session)
 			}
-			c := newCall(g, httptest.NewRecorder(), req, routesByPath["/v1/chat/completions"])
+			c := newCall(g, httptest.NewRecorder(), req, routesByPath["/v1/chat/completions"], startTrace(httptest.NewRecorder(), req))
 			if !identify(c) || !admitBody(c) || !resolve(c) {
 				t.Fatalf("setup: %d %s", c.rec.statusCode, c.rec.errorCode)
 			}

@@ -52,7 +52,7 @@ func runRoutingBench(b *testing.B, tc routingBenchCase) {
 	req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(benchChatBody))
 	req.Header.Set("Authorization", "Bearer "+benchUserKey)
 	req.Header.Set("X-Session-Id", "bench-session")
-	c := newCall(g, httptest.NewRecorder(), req, rt)
+	c := newCall(g, httptest.NewRecorder(), req, rt, startTrace(httptest.NewRecorder(), req))
 	if !identify(c) || !admitBody(c) || !resolve(c) {
 		b.Fatalf("setting up the call failed: %d %s", c.rec.statusCode, c.rec.errorCode)
 	}

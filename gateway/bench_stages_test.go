@@ -15,7 +15,8 @@ import (
 // interpreted time goes (a CPU profile of Traefik shows only the
 // interpreter's own frames). "upstream" is the HTTP exchange with the
 // loopback upstream (attempt), "respond" writes the read answer to a
-// recorder, "record" is the end-of-request record and log work.
+// recorder, "record" is the end-of-request record and log work, and
+// "trace-*" the request's ids (startTrace).
 func BenchmarkStages(b *testing.B) {
 	upstream := newBenchUpstream(b)
 	g := newBenchGateway(b, upstream.URL)
@@ -27,7 +28,8 @@ func BenchmarkStages(b *testing.B) {
 		return req
 	}
 	// A call that went through the stages once, for the later stages.
-	c := newCall(g, httptest.NewRecorder(), newReq(), rt)
+	first := newReq()
+	c := newCall(g, httptest.NewRecorder(), first, rt, startTrace(httptest.NewRecorder(), first))
 	if !identify(c) || !admitBody(c) || !resolve(c) {
 		b.Fatalf("setting up the call failed: %d %s", c.rec.statusCode, c.rec.errorCode)
 	}
@@ -36,7 +38,7 @@ func BenchmarkStages(b *testing.B) {
 	if e != nil {
 		b.Fatal(e.Error())
 	}
-	x, e := attempt(g, c.r, o, o.provider.timeout)
+	x, e := attempt(g, c.r, o, o.provider.timeout, c.trace, 1)
 	if e != nil {
 		b.Fatal(e.Error())
 	}
@@ -71,11 +73,34 @@ func BenchmarkStages(b *testing.B) {
 			_ = newReq()
 		}
 	})
+	// The request's ids: read, validated (or generated) and set on the
+	// response, for a client that sends none and for one that sends an
+	// X-Request-ID, a traceparent and a tracestate.
+	for _, tc := range []struct {
+		name    string
+		headers map[string]string
+	}{{"trace-new", nil}, {"trace-client", map[string]string{"X-Request-Id": "req-0123456789abcdef0123456789abcdef",
+		"Traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "Tracestate": "congo=t61rcWkgMzE"}}} {
+		tc := tc
+		b.Run(tc.name, func(b *testing.B) {
+			r := newReq()
+			for k, v := range tc.headers {
+				r.Header.Set(k, v)
+			}
+			w := httptest.NewRecorder()
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if t := startTrace(w, r); t.requestID == "" {
+					b.Fatal("no request id")
+				}
+			}
+		})
+	}
 	b.Run("identify", func(b *testing.B) {
 		r := newReq()
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			if _, e := authenticate(g, r); e != nil {
+			if _, e := authenticate(g, r, c.trace); e != nil {
 				b.Fatal(e.Error())
 			}
 		}
@@ -122,7 +147,7 @@ func BenchmarkStages(b *testing.B) {
 	b.Run("upstream", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			x, e := attempt(g, c.r, o, o.provider.timeout)
+			x, e := attempt(g, c.r, o, o.provider.timeout, c.trace, 1)
 			if e != nil {
 				b.Fatal(e.Error())
 			}
@@ -144,13 +169,13 @@ func BenchmarkStages(b *testing.B) {
 		u := translate.Usage{PromptTokens: 180, CompletionTokens: 6, Reported: true}
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			accountUsage(g, c.user, c.target.provider.name, c.target.model, u)
+			accountUsage(g, c.user, u, costOf(g, c.target.provider.name, c.target.model, u), c.trace.logTail)
 		}
 	})
 	b.Run("record", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			cc := newCall(g, nil, c.r, rt)
+			cc := newCall(g, nil, c.r, rt, c.trace)
 			finish(cc)
 		}
 	})

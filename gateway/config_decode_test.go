@@ -173,6 +173,7 @@ func TestConfigFromMapEmptyForms(t *testing.T) {
 		{"provider_empty_object", map[string]interface{}{"providers": map[string]interface{}{"p": ""}}, func(c *Config) bool { return c.Providers["p"] != nil && c.Providers["p"].Type == "" }},
 		{"null_provider_kept_null", map[string]interface{}{"providers": map[string]interface{}{"p": nil}}, func(c *Config) bool { p, ok := c.Providers["p"]; return ok && p == nil }},
 		{"bool_native", map[string]interface{}{"passthroughUnknown": true}, func(c *Config) bool { return c.PassthroughUnknown }},
+		{"access_log_string", map[string]interface{}{"accessLog": "true"}, func(c *Config) bool { return c.AccessLog }},
 		{"bool_string_spaces", map[string]interface{}{"passthroughUnknown": " TRUE "}, func(c *Config) bool { return c.PassthroughUnknown }},
 		{"case_insensitive_key", map[string]interface{}{"PassthroughUnknown": "1"}, func(c *Config) bool { return c.PassthroughUnknown }},
 		{"number_as_string_field", map[string]interface{}{"providers": map[string]interface{}{"p": map[string]interface{}{"apiKey": 12345.0}}}, func(c *Config) bool { return c.Providers["p"].APIKey == "12345" }},

@@ -117,10 +117,10 @@ type failoverLog struct {
 
 const failoverLogEvery = 30 * time.Second
 
-func (f *failoverLog) moved(g *Gateway, from, to candidate, e *apiError) {
+func (f *failoverLog) moved(g *Gateway, from, to candidate, e *apiError, tr *requestTrace) {
 	if e.Status == http.StatusNotFound {
-		g.log.warnf("failover past a 404: provider %q answered 404 for model %q; trying provider %q (model %q) — check the configuration",
-			from.provider.name, from.model, to.provider.name, to.model)
+		g.log.warnf("failover past a 404: provider %q answered 404 for model %q; trying provider %q (model %q) — check the configuration%s",
+			from.provider.name, from.model, to.provider.name, to.model, tr.logTail)
 		return
 	}
 	f.mu.Lock()
@@ -136,7 +136,7 @@ func (f *failoverLog) moved(g *Gateway, from, to candidate, e *apiError) {
 	if n > 0 {
 		g.log.warnf("failover: %d more failover lines were suppressed in the last %s", n, failoverLogEvery)
 	}
-	g.log.warnf("failing over from provider %q to %q for model %q: %s", from.provider.name, to.provider.name, from.model, e.Error())
+	g.log.warnf("failing over from provider %q to %q for model %q: %s%s", from.provider.name, to.provider.name, from.model, e.Error(), tr.logTail)
 }
 
 func (f *failoverLog) skipped(g *Gateway, first, cand candidate) {

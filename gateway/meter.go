@@ -38,6 +38,7 @@ func count(c *call, tokens, cost int64, peek *store.Peek) *apiError {
 		if e != nil {
 			return e
 		}
+		r.ids = c.trace.logTail
 		c.resv = r
 		return nil
 	}

@@ -39,8 +39,8 @@ func (g *Gateway) passthroughTarget(p string) (*providerRuntime, string, bool) {
 // pipeline's stages on the passthrough route: identify → authorize the
 // provider and path (and the body's model when grants restrict models)
 // → limit → the provider's concurrency slot → proxy → account → record.
-func (g *Gateway) servePassthrough(w http.ResponseWriter, r *http.Request, p *providerRuntime, rest string) {
-	c := newCall(g, w, r, passthroughRoute)
+func (g *Gateway) servePassthrough(w http.ResponseWriter, r *http.Request, p *providerRuntime, rest string, tr *requestTrace) {
+	c := newCall(g, w, r, passthroughRoute, tr)
 	defer finish(c)
 	c.rec.provider = p.name
 	if !identify(c) {
@@ -275,6 +275,10 @@ func proxy(c *call, p *providerRuntime, body *cappedBody, model string) *outcome
 		pr.Out.Header.Del("Accept-Encoding")
 		dropBillingHeaders(pr.Out.Header, p, r.URL.Path)
 		p.injectAuth(pr.Out.Header)
+		// The gateway's ids replace the client's: its request id (the
+		// client's own when it was valid) and a span of the gateway's.
+		pr.Out.Header.Set("X-Request-Id", c.trace.requestID)
+		setUpstreamTrace(pr.Out.Header, c.trace, 1)
 	}
 	rp.ModifyResponse = func(resp *http.Response) error {
 		wd.progress()
@@ -290,6 +294,7 @@ func proxy(c *call, p *providerRuntime, body *cappedBody, model string) *outcome
 			return errPassthroughTooLarge
 		}
 		filterResponseHeaders(resp.Header)
+		upstreamRequestID(resp.Header)
 		noteWrite(&c.rec, resp.StatusCode)
 		out.status = resp.StatusCode
 		if row != nil {
@@ -362,6 +367,15 @@ func filterResponseHeaders(h http.Header) {
 			continue
 		}
 		delete(h, name)
+	}
+}
+
+// upstreamRequestID renames a passthrough answer's X-Request-Id to
+// X-Upstream-Request-Id: the client's X-Request-ID is the gateway's.
+func upstreamRequestID(h http.Header) {
+	if v := h["X-Request-Id"]; v != nil {
+		h["X-Upstream-Request-Id"] = v
+		delete(h, "X-Request-Id")
 	}
 }
 

@@ -121,9 +121,14 @@ func TestPassthroughForwarding(t *testing.T) {
 				t.Fatalf("status %d body %s", resp.StatusCode, body)
 			}
 			// Response headers go through the allow-list: ids and rate
-			// limits pass; cookies, organisation ids and unknown ones do not.
-			if resp.Header.Get("X-Request-Id") != "req-1" || resp.Header.Get("X-Ratelimit-Remaining-Requests") != "99" {
+			// limits pass (the upstream's request id renamed: the client's
+			// X-Request-ID is the gateway's); cookies, organisation ids and
+			// unknown ones do not.
+			if resp.Header.Get("X-Upstream-Request-Id") != "req-1" || resp.Header.Get("X-Ratelimit-Remaining-Requests") != "99" {
 				t.Fatalf("allowed response headers lost: %v", resp.Header)
+			}
+			if ids := resp.Header.Values("X-Request-Id"); len(ids) != 1 || len(ids[0]) != 32 {
+				t.Fatalf("X-Request-ID %q, want the gateway's one", ids)
 			}
 			for _, h := range []string{"X-Upstream", "Set-Cookie", "Openai-Organization", "Anthropic-Organization-Id"} {
 				if v := resp.Header.Get(h); v != "" {

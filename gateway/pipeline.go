@@ -47,12 +47,15 @@ type call struct {
 	forceFirst bool
 	aff        *callAffinity
 	deadline   bool
-	rec        requestRecord
+	// trace is the request's ids (trace.go): its log lines, its record
+	// and its upstream calls carry them.
+	trace *requestTrace
+	rec   requestRecord
 }
 
-func newCall(g *Gateway, w http.ResponseWriter, r *http.Request, rt *route) *call {
-	return &call{g: g, w: w, r: r, route: rt, format: rt.format, deadline: g.cfg.firstByteDeadline > 0,
-		rec: requestRecord{route: rt.name, format: rt.format.name, start: time.Now()}}
+func newCall(g *Gateway, w http.ResponseWriter, r *http.Request, rt *route, tr *requestTrace) *call {
+	return &call{g: g, w: w, r: r, route: rt, format: rt.format, deadline: g.cfg.firstByteDeadline > 0, trace: tr,
+		rec: requestRecord{route: rt.name, format: rt.format.name, method: r.Method, requestID: tr.requestID, traceID: tr.traceID, start: time.Now()}}
 }
 
 // serveMetered runs the stages every metered route shares:
@@ -62,8 +65,8 @@ func newCall(g *Gateway, w http.ResponseWriter, r *http.Request, rt *route) *cal
 //
 // Each stage either passes the request on or ends it with an error
 // written through the route's wire format.
-func serveMetered(g *Gateway, w http.ResponseWriter, r *http.Request, rt *route) {
-	c := newCall(g, w, r, rt)
+func serveMetered(g *Gateway, w http.ResponseWriter, r *http.Request, rt *route, tr *requestTrace) {
+	c := newCall(g, w, r, rt, tr)
 	defer finish(c)
 	if r.Method != rt.method {
 		w.Header().Set("Allow", rt.method)
@@ -91,7 +94,7 @@ func serveMetered(g *Gateway, w http.ResponseWriter, r *http.Request, rt *route)
 
 // identify authenticates the caller (401 otherwise).
 func identify(c *call) bool {
-	user, e := authenticate(c.g, c.r)
+	user, e := authenticate(c.g, c.r, c.trace)
 	if e != nil {
 		reject(c, e)
 		return false
@@ -243,10 +246,10 @@ func reject(c *call, e *apiError) {
 func fail(c *call, e *apiError) {
 	if e.Status == 499 {
 		noteError(&c.rec, e)
-		c.g.log.infof("client closed the request: %s %s", c.r.Method, c.r.URL.Path)
+		c.g.log.infof("client closed the request: %s %s%s", c.r.Method, c.r.URL.Path, c.trace.logTail)
 		return
 	}
-	c.g.log.errorf("%s %s: %s", c.r.Method, c.r.URL.Path, e.Error())
+	c.g.log.errorf("%s %s: %s%s", c.r.Method, c.r.URL.Path, e.Error(), c.trace.logTail)
 	reject(c, e)
 }
 

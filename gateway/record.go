@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
@@ -15,8 +17,13 @@ import (
 type requestRecord struct {
 	route  string   // the route's name: "chat/completions", "embeddings", …, "passthrough"
 	format string   // the inbound wire format: "openai"
+	method string   // the request's HTTP method
 	user   string   // "" when the caller was not identified
 	groups []string // the user's member groups, primary first
+	// requestID and traceID are the request's ids (trace.go): the
+	// X-Request-ID its response carries, and its W3C trace id.
+	requestID string
+	traceID   string
 	// requestedModel is the model string the client sent ("" when none
 	// was read).
 	requestedModel string
@@ -48,7 +55,10 @@ type requestRecord struct {
 	ttfb      time.Duration
 	latency   time.Duration
 	usage     translate.Usage // as accounted (reported, estimated, or none)
-	cache     string          // "hit", "miss", or "" when the request was not cacheable
+	// costMicroUSD is the usage's cost as accounted (0: none, unpriced,
+	// or an unpriced route).
+	costMicroUSD int64
+	cache        string // "hit", "miss", or "" when the request was not cacheable
 	// strategy is the routing strategy that ordered the candidates (""
 	// when routing had no choice to make); affinity is "bound", "new",
 	// "moved" or "" (session affinity did not decide); skipped names the
@@ -124,15 +134,16 @@ func account(c *call, out *outcome) {
 		u = estimateUsage(out.requestBytes)
 	}
 	c.rec.usage = u
+	var cost int64
+	if u.PromptTokens > 0 || u.CompletionTokens > 0 {
+		cost = costOf(c.g, c.rec.provider, c.rec.model, u)
+		c.rec.costMicroUSD = cost
+	}
 	if r := c.resv; r != nil {
 		c.resv = nil
-		var cost int64
-		if u.PromptTokens > 0 || u.CompletionTokens > 0 {
-			cost = costOf(c.g, c.rec.provider, c.rec.model, u)
-		}
 		r.settle(u, cost)
 	} else {
-		accountUsage(c.g, c.user, c.rec.provider, c.rec.model, u)
+		accountUsage(c.g, c.user, u, cost, c.trace.logTail)
 	}
 	saveCached(c, out)
 }
@@ -164,28 +175,70 @@ func finish(c *call) {
 	emitRecord(c.g, &c.rec)
 }
 
+// emitRecord completes the record's timings and emits it: the access
+// log line (accessLog) and the record hook.
 func emitRecord(g *Gateway, rec *requestRecord) {
 	rec.latency = time.Since(rec.start)
 	if !rec.firstByte.IsZero() {
 		rec.ttfb = rec.firstByte.Sub(rec.start)
+	}
+	if g.cfg.accessLog {
+		g.log.line("INFO", accessLine(rec))
 	}
 	if g.recordHook != nil {
 		g.recordHook(rec)
 	}
 }
 
-// accountUsage adds u's tokens and cost to every scope of user.
-func accountUsage(g *Gateway, user *userRuntime, provider, model string, u translate.Usage) {
+// accountUsage adds u's tokens and cost to every scope of user; ids
+// ends a log line about a failed write.
+func accountUsage(g *Gateway, user *userRuntime, u translate.Usage, cost int64, ids string) {
 	if user == nil || len(user.scopes) == 0 || (u.PromptTokens == 0 && u.CompletionTokens == 0) {
 		return
 	}
 	// No deadline of its own: the in-process store never blocks, and the
 	// guarded Redis store bounds every operation with its own timeout.
-	g.limiter.account(context.Background(), user.scopes, u, costOf(g, provider, model, u))
+	g.limiter.accountFor(context.Background(), user.scopes, u, cost, ids)
 }
 
 // estimateUsage is the fallback for an answer without usage:
 // ceil(request bytes / 4) prompt tokens.
 func estimateUsage(requestBytes int) translate.Usage {
 	return translate.Usage{PromptTokens: int64((requestBytes + 3) / 4), Estimated: true}
+}
+
+// accessLine is the access log's line for one request, from its record
+// alone (never a key, never a body): key=value pairs in a fixed order,
+// a value quoted when it is empty or holds a space, a quote, "=", a
+// backslash or a control character; the user always quoted, as in the
+// auth lines.
+func accessLine(rec *requestRecord) string {
+	return "access method=" + logValue(rec.method) + " route=" + logValue(rec.route) +
+		" status=" + strconv.Itoa(rec.statusCode) + " user=" + strconv.Quote(rec.user) +
+		" provider=" + logValue(rec.provider) + " model=" + logValue(rec.model) +
+		" attempts=" + strconv.Itoa(rec.attempts) + " ttfb_ms=" + logMillis(rec.ttfb) + " duration_ms=" + logMillis(rec.latency) +
+		" prompt_tokens=" + strconv.FormatInt(rec.usage.PromptTokens, 10) +
+		" completion_tokens=" + strconv.FormatInt(rec.usage.CompletionTokens, 10) +
+		" cost_micro_usd=" + strconv.FormatInt(rec.costMicroUSD, 10) + " cache=" + logValue(rec.cache) +
+		" request_id=" + rec.requestID + " trace_id=" + rec.traceID + " error=" + logValue(rec.errorCode)
+}
+
+// logValue is s as a log line's value: as it is, or quoted
+// (strconv.Quote) when it is empty or holds a byte that would make the
+// line ambiguous.
+func logValue(s string) string {
+	if s != "" && !strings.ContainsAny(s, logQuotedChars) {
+		return s
+	}
+	return strconv.Quote(s)
+}
+
+// logQuotedChars are the bytes that make logValue quote a value: space,
+// quote, "=", backslash, and every control character.
+const logQuotedChars = " \"=\\\t\x00\x01\x02\x03\x04\x05\x06\x07\x08\x0a\x0b\x0c\x0d\x0e\x0f" +
+	"\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f\x7f"
+
+// logMillis is d in milliseconds with microsecond precision ("12.345").
+func logMillis(d time.Duration) string {
+	return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 3, 64)
 }

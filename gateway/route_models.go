@@ -39,17 +39,17 @@ type modelList struct {
 
 // serveModels answers GET /v1/models (every id the caller may use, bare
 // and "provider/model") and GET /v1/models/{id}.
-func (g *Gateway) serveModels(w http.ResponseWriter, r *http.Request) {
+func (g *Gateway) serveModels(w http.ResponseWriter, r *http.Request, tr *requestTrace) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		defaultFormat.writeError(w, errMethodNotAllowed(r.Method, r.URL.Path, http.MethodGet))
 		return
 	}
 	if r.Header.Get("Anthropic-Version") != "" {
-		g.serveAnthropicModels(w, r)
+		g.serveAnthropicModels(w, r, tr)
 		return
 	}
-	user, e := authenticate(g, r)
+	user, e := authenticate(g, r, tr)
 	if e != nil {
 		defaultFormat.writeError(w, e)
 		return
@@ -135,8 +135,8 @@ type anthropicModelList struct {
 // included, paged by limit (1–1000, default 20), after_id and before_id
 // as the Anthropic API pages; GET /v1/models/{id} is one entry. Errors
 // are in the Anthropic envelope.
-func (g *Gateway) serveAnthropicModels(w http.ResponseWriter, r *http.Request) {
-	user, e := authenticate(g, r)
+func (g *Gateway) serveAnthropicModels(w http.ResponseWriter, r *http.Request, tr *requestTrace) {
+	user, e := authenticate(g, r, tr)
 	if e != nil {
 		anthropicFormat.writeError(w, e)
 		return

@@ -129,25 +129,26 @@ func indexRoutes(table []*route) map[string]*route {
 // listing, native passthrough to a configured provider, and then either
 // the wrapped next handler (passthroughUnknown) or a 404. Every gateway
 // route authenticates on its own; a request matching no route never
-// reaches authentication.
+// reaches authentication. Every answer the gateway writes itself carries
+// the request's ids (startTrace); a request handed to next is untouched.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(g.discovery.states) > 0 {
 		g.discovery.maybeRefresh()
 	}
 	p := r.URL.Path
 	if rt := routesByPath[p]; rt != nil {
-		serveMetered(g, w, r, rt)
+		serveMetered(g, w, r, rt, startTrace(w, r))
 		return
 	}
 	if p == "/v1/models" || strings.HasPrefix(p, "/v1/models/") {
-		g.serveModels(w, r)
+		g.serveModels(w, r, startTrace(w, r))
 		return
 	}
 	if (p == "/" && !g.cfg.passthroughUnknown || strings.HasPrefix(p, "/api/")) && g.serveOllamaMeta(w, r) {
 		return
 	}
 	if provider, rest, ok := g.passthroughTarget(p); ok {
-		g.servePassthrough(w, r, provider, rest)
+		g.servePassthrough(w, r, provider, rest, startTrace(w, r))
 		return
 	}
 	if g.cfg.passthroughUnknown {
@@ -157,6 +158,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	notFound(w, r)
 }
 
+// notFound is the 404 of a path no route matches (and the nil next
+// handler's answer).
 func notFound(w http.ResponseWriter, r *http.Request) {
+	startTrace(w, r)
 	defaultFormat.writeError(w, errRouteNotFound(r.Method, r.URL.Path))
 }

@@ -296,7 +296,10 @@ func TestUnifiedResponseHeadersAndStatus(t *testing.T) {
 	if resp.StatusCode != 201 || body != `{"a":12345678901234567890}` {
 		t.Fatalf("status %d body %s", resp.StatusCode, body)
 	}
-	want := map[string]string{"Content-Type": "application/json; charset=utf-8", "X-Request-Id": "rid-1", "Openai-Processing-Ms": "12", "Set-Cookie": "", "Openai-Organization": ""}
+	want := map[string]string{"Content-Type": "application/json; charset=utf-8", "X-Upstream-Request-Id": "rid-1", "Openai-Processing-Ms": "12", "Set-Cookie": "", "Openai-Organization": ""}
+	if ids := resp.Header.Values("X-Request-Id"); len(ids) != 1 || len(ids[0]) != 32 {
+		t.Errorf("X-Request-ID %q, want the gateway's one", ids)
+	}
 	for k, v := range want {
 		if got := resp.Header.Get(k); got != v {
 			t.Errorf("header %s = %q, want %q", k, got, v)

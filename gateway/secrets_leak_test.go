@@ -44,7 +44,9 @@ func leakFixture(t *testing.T, upstreamURL string) string {
 	}
 	setenv(t, "LLMGW_LEAK_PROVIDER", leakProviderEnv)
 	setenv(t, "LLMGW_LEAK_USER", leakUserEnv)
+	// The access log is on: its lines are scanned with every other.
 	return `{
+  "accessLog": true,
   "requestTimeout": "2s",
   "providers": {
     "lit": {"type": "openai", "baseUrl": "` + upstreamURL + `/ok", "apiKey": "` + leakProviderLiteral + `", "models": ["m-ok", "m-denied"]},

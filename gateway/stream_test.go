@@ -107,7 +107,10 @@ func TestStreamHeadersAndBytes(t *testing.T) {
 	if resp.StatusCode != 200 || body != transcript {
 		t.Fatalf("status %d body %q", resp.StatusCode, body)
 	}
-	checks := map[string]string{"Content-Type": "text/event-stream; charset=utf-8", "X-Request-Id": "req-7", "Cache-Control": "no-cache", "Set-Cookie": ""}
+	checks := map[string]string{"Content-Type": "text/event-stream; charset=utf-8", "X-Upstream-Request-Id": "req-7", "Cache-Control": "no-cache", "Set-Cookie": ""}
+	if ids := resp.Header.Values("X-Request-Id"); len(ids) != 1 || len(ids[0]) != 32 {
+		t.Errorf("X-Request-ID %q, want the gateway's one", ids)
+	}
 	for k, want := range checks {
 		if got := resp.Header.Get(k); got != want {
 			t.Errorf("header %s = %q, want %q", k, got, want)

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"sync/atomic"
 	"time"
+
+	"github.com/llmgateway/llmgateway/gateway"
 )
 
 // Server timeouts for LLM traffic. There is deliberately no WriteTimeout
@@ -44,7 +46,10 @@ func (h *probeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// writeProbe answers a probe, with the request ids every gateway answer
+// carries (X-Request-ID, traceparent).
 func writeProbe(w http.ResponseWriter, r *http.Request, status int, state string) {
+	gateway.TraceResponse(w, r)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {

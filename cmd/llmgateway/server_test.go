@@ -178,6 +178,33 @@ func TestRunServesProbesAndGateway(t *testing.T) {
 	assert.NotContains(t, logs, "sk-llmgw-secret-test-key", "key material must never be logged")
 }
 
+// The probes answer with the request ids of every gateway answer: the
+// client's valid X-Request-ID kept, else a new one, and a traceparent in
+// the client's trace.
+func TestRunProbesCarryRequestIDs(t *testing.T) {
+	upstream := fakeUpstream(t)
+	rb := startRun(t, writeFile(t, "config.yaml", configFor(upstream.URL, "")))
+	const trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+	for _, path := range []string{"/healthz", "/readyz"} {
+		status, header, _ := get(t, rb.base+path)
+		assert.Equal(t, http.StatusOK, status)
+		assert.Regexp(t, `^[0-9a-f]{32}$`, header.Get("X-Request-Id"), path+": a generated id")
+		assert.Regexp(t, `^00-[0-9a-f]{32}-[0-9a-f]{16}-00$`, header.Get("Traceparent"), path)
+
+		req, err := http.NewRequest(http.MethodGet, rb.base+path, nil)
+		require.NoError(t, err)
+		req.Header.Set("X-Request-ID", "probe-1")
+		req.Header.Set("traceparent", "00-"+trace+"-00f067aa0ba902b7-01")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.Equal(t, "probe-1", resp.Header.Get("X-Request-Id"), path+": the client's id kept")
+		assert.Regexp(t, `^00-`+trace+`-[0-9a-f]{16}-01$`, resp.Header.Get("Traceparent"), path)
+	}
+	require.NoError(t, rb.stop(t))
+}
+
 func TestRunUnknownRouteIsOpenAI404(t *testing.T) {
 	upstream := fakeUpstream(t)
 	for _, extra := range []string{"", "passthroughUnknown: true\n"} {

@@ -76,8 +76,8 @@ func logName(key string) string {
 }
 
 // lookup is key's bound candidate ("" none). fresh skips the replica's
-// read cache.
-func (b *affinityBook) lookup(ctx context.Context, key string, fresh bool) string {
+// read cache. ids ends a log line about the read (the request's ids).
+func (b *affinityBook) lookup(ctx context.Context, key string, fresh bool, ids string) string {
 	now := b.now()
 	b.mu.Lock()
 	e, ok := b.local[key]
@@ -98,7 +98,7 @@ func (b *affinityBook) lookup(ctx context.Context, key string, fresh bool) strin
 	}
 	v, found, err := b.shared.GetBlobRenew(ctx, key, b.ttl)
 	if err != nil {
-		b.log.warnf("session affinity: reading binding %s: %v (routing without it)", logName(key), err)
+		b.log.warnf("session affinity: reading binding %s: %v (routing without it)%s", logName(key), err, ids)
 		if ok {
 			return e.target
 		}
@@ -118,7 +118,7 @@ func (b *affinityBook) lookup(ctx context.Context, key string, fresh bool) strin
 // process, or read from the shared store less than affinityCacheFor ago.
 func (b *affinityBook) cached(key string) (string, bool) {
 	if b.shared == nil {
-		return b.lookup(context.Background(), key, false), true
+		return b.lookup(context.Background(), key, false, ""), true
 	}
 	now := b.now()
 	b.mu.Lock()
@@ -146,14 +146,15 @@ func (b *affinityBook) absorb(key string, peek *store.Peek) string {
 
 // move points key at target unless, in the shared store, another
 // replica moved it away from old first; it returns where key points
-// afterwards (target, or the other replica's choice).
-func (b *affinityBook) move(ctx context.Context, key, old, target string) string {
+// afterwards (target, or the other replica's choice). ids ends a log
+// line about the write.
+func (b *affinityBook) move(ctx context.Context, key, old, target, ids string) string {
 	now := b.now()
 	winner := target
 	if b.shared != nil {
 		v, err := b.shared.SwapBlob(ctx, key, []byte(old), []byte(target), b.ttl)
 		if err != nil {
-			b.log.warnf("session affinity: writing binding %s: %v", logName(key), err)
+			b.log.warnf("session affinity: writing binding %s: %v%s", logName(key), err, ids)
 		} else {
 			winner = string(v)
 		}
@@ -314,7 +315,7 @@ func applyAffinity(c *call, ordered []candidate, peek *store.Peek) {
 		if peek != nil && peek.Done {
 			a.bound = book.absorb(a.key, peek)
 		} else {
-			a.bound = book.lookup(c.r.Context(), a.key, true)
+			a.bound = book.lookup(c.r.Context(), a.key, true, c.trace.logTail)
 		}
 		a.known = true
 	}
@@ -327,7 +328,7 @@ func applyAffinity(c *call, ordered []candidate, peek *store.Peek) {
 		// Unhealthy here: another replica may already have moved the
 		// session, and the store has the last word.
 		a.cached = false
-		if fresh := book.lookup(c.r.Context(), a.key, true); fresh != a.bound {
+		if fresh := book.lookup(c.r.Context(), a.key, true, c.trace.logTail); fresh != a.bound {
 			a.bound = fresh
 			i = indexOfCandidate(ordered, fresh)
 		}
@@ -380,15 +381,15 @@ func noteServed(c *call, cand candidate) {
 		return
 	}
 	book := c.g.router.affinity
-	winner := book.move(c.r.Context(), a.key, a.bound, name)
+	winner := book.move(c.r.Context(), a.key, a.bound, name, c.trace.logTail)
 	switch {
 	case winner != name:
-		book.log.infof("session affinity: session %s was moved to %q by another replica meanwhile", logName(a.key), winner)
+		book.log.infof("session affinity: session %s was moved to %q by another replica meanwhile%s", logName(a.key), winner, c.trace.logTail)
 	case a.bound == "":
 		c.rec.affinity = affinityNew
 	default:
 		c.rec.affinity = affinityMoved
-		book.log.infof("session affinity: session %s moved from %q to %q", logName(a.key), a.bound, name)
+		book.log.infof("session affinity: session %s moved from %q to %q%s", logName(a.key), a.bound, name, c.trace.logTail)
 	}
 	a.bound = winner
 }
@@ -401,7 +402,7 @@ func rebound(c *call, cands []candidate, i int) {
 	if a == nil || a.bound == "" || candidateName(cands[i]) != a.bound || c.g.router.affinity.shared == nil {
 		return
 	}
-	now := c.g.router.affinity.lookup(c.r.Context(), a.key, true)
+	now := c.g.router.affinity.lookup(c.r.Context(), a.key, true, c.trace.logTail)
 	if now == "" || now == a.bound {
 		return
 	}

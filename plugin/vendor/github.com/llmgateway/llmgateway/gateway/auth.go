@@ -61,12 +61,12 @@ var clientCredentialHeaders = []string{"Authorization", "X-Api-Key", "X-Goog-Api
 
 // authFailed logs a failed authentication (without key material),
 // counts it against the client's address, and returns its 401.
-func authFailed(g *Gateway, r *http.Request) *apiError {
+func authFailed(g *Gateway, r *http.Request, tr *requestTrace) *apiError {
 	addr := clientAddress(r, g.cfg.trustedProxies)
-	g.log.line("WARN", "auth failed method="+r.Method+" path="+strconv.Quote(r.URL.Path)+" remote="+r.RemoteAddr+" client="+addr)
+	g.log.line("WARN", "auth failed method="+r.Method+" path="+strconv.Quote(r.URL.Path)+" remote="+r.RemoteAddr+" client="+addr+tr.logTail)
 	if g.throttle.failed(addr) {
 		g.log.line("WARN", "auth throttled client="+addr+": "+strconv.Itoa(authFailuresPerMinute)+
-			" failed authentications within a minute; its requests are refused until the next minute ends (not logged one by one)")
+			" failed authentications within a minute; its requests are refused until the next minute ends (not logged one by one)"+tr.logTail)
 	}
 	return errUnauthorized()
 }
@@ -82,8 +82,9 @@ func throttled(g *Gateway, r *http.Request) *apiError {
 }
 
 // authenticate identifies the caller and logs the attempt without any
-// key material. A failure is a 401 for the caller's route to write.
-func authenticate(g *Gateway, r *http.Request) (*userRuntime, *apiError) {
+// key material, with the request's ids. A failure is a 401 for the
+// caller's route to write.
+func authenticate(g *Gateway, r *http.Request, tr *requestTrace) (*userRuntime, *apiError) {
 	if g.throttle.blockedCount.Load() > 0 {
 		if e := throttled(g, r); e != nil {
 			return nil, e
@@ -95,8 +96,8 @@ func authenticate(g *Gateway, r *http.Request) (*userRuntime, *apiError) {
 	store, _ := g.users.store.Load().(*authStore)
 	user := identifyKey(store, r)
 	if user == nil {
-		return nil, authFailed(g, r)
+		return nil, authFailed(g, r, tr)
 	}
-	g.log.line("INFO", "auth ok user="+strconv.Quote(user.name)+" method="+r.Method+" path="+strconv.Quote(r.URL.Path))
+	g.log.line("INFO", "auth ok user="+strconv.Quote(user.name)+" method="+r.Method+" path="+strconv.Quote(r.URL.Path)+tr.logTail)
 	return user, nil
 }

@@ -127,7 +127,7 @@ func sendUpstream(c *call) (*exchange, *outbound, *apiError) {
 		}
 		if !lastOne && c.rec.attempts < budget {
 			rebound(c, cands, i)
-			c.g.failoverLog.moved(c.g, cand, cands[i+1], e)
+			c.g.failoverLog.moved(c.g, cand, cands[i+1], e, c.trace)
 		}
 	}
 	if last == nil {
@@ -205,7 +205,7 @@ func tryCandidate(c *call, o *outbound, budget int) (*exchange, *apiError) {
 			return nil, e
 		}
 		c.rec.attempts++
-		x, e := attempt(g, c.r, o, first)
+		x, e := attempt(g, c.r, o, first, c.trace, c.rec.attempts)
 		if e == nil {
 			return x, nil
 		}
@@ -259,18 +259,20 @@ func waitToRetry(c *call, o *outbound, retry, budget int, last *apiError) *apiEr
 	if c.deadline && time.Now().Add(wait).After(c.rec.start.Add(g.cfg.firstByteDeadline)) {
 		return errFirstByteDeadline(g, c.rec.attempts)
 	}
-	g.log.infof("retrying provider %q in %s (retry %d of %d): %s", o.provider.name, wait, retry, budget-1, last.Error())
+	g.log.infof("retrying provider %q in %s (retry %d of %d): %s%s", o.provider.name, wait, retry, budget-1, last.Error(), c.trace.logTail)
 	if !sleepCtx(c.r.Context(), wait) {
 		return exchangeFailure(o.provider.name, nil, c.r.Context(), c.r.Context().Err())
 	}
 	return nil
 }
 
-// attempt makes one try: the request, the response headers and, unless
-// the outbound streams, the whole body. The failure paths are functions
-// of their own: under Yaegi a call pays for every local of the callee,
-// run or not, so the common path stays small.
-func attempt(g *Gateway, r *http.Request, o *outbound, first time.Duration) (*exchange, *apiError) {
+// attempt makes one try, the request's attempt number n: the request
+// (with the trace context of a span of its own, and the client's
+// tracestate), the response headers and, unless the outbound streams,
+// the whole body. The failure paths are functions of their own: under
+// Yaegi a call pays for every local of the callee, run or not, so the
+// common path stays small.
+func attempt(g *Gateway, r *http.Request, o *outbound, first time.Duration, t *requestTrace, n int) (*exchange, *apiError) {
 	p := o.provider
 	started := time.Now()
 	ctx, wd := startWatchdogFirst(r.Context(), first, p.timeout)
@@ -289,6 +291,10 @@ func attempt(g *Gateway, r *http.Request, o *outbound, first time.Duration) (*ex
 	}
 	for i := 0; i+1 < len(o.headers); i += 2 {
 		req.Header.Set(o.headers[i], o.headers[i+1])
+	}
+	req.Header.Set("Traceparent", attemptTraceparent(t, n))
+	if t.state != "" {
+		req.Header.Set("Tracestate", t.state)
 	}
 	resp, err := g.transport.RoundTrip(req)
 	if err != nil {

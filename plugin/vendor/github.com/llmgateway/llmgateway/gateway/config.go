@@ -80,6 +80,11 @@ type Config struct {
 	// "5m", at least "1s"). A live request renews it every half TTL, so
 	// only the reservations of a replica that died expire.
 	ReservationTTL string `json:"reservationTTL"`
+	// AccessLog writes one structured line per metered and passthrough
+	// request, when its request record is emitted: method, route,
+	// status, user, provider, model, attempts, timings, tokens, cost,
+	// cache, request and trace ids, error code. Default false.
+	AccessLog bool `json:"accessLog"`
 }
 
 // AliasConfig is a modelAliases value in its object form. Targets is

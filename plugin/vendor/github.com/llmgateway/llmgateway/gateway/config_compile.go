@@ -130,6 +130,7 @@ type compiledConfig struct {
 	usersFileHash      [32]byte       // SHA-256 of the content read at construction
 	users              []compiledUser // inline merged with the users file at construction
 	passthroughUnknown bool
+	accessLog          bool
 	requestTimeout     time.Duration
 	aliases            map[string]*aliasSpec
 	aliasNames         []string // sorted
@@ -157,7 +158,7 @@ func compileConfig(cfg *Config) (*compiledConfig, error) {
 	if cfg == nil {
 		return nil, errors.New("config: missing configuration")
 	}
-	c := &compiledConfig{passthroughUnknown: cfg.PassthroughUnknown}
+	c := &compiledConfig{passthroughUnknown: cfg.PassthroughUnknown, accessLog: cfg.AccessLog}
 	timeout, err := parseTimeout("requestTimeout", cfg.RequestTimeout, defaultRequestTimeout)
 	if err != nil {
 		return nil, err

@@ -147,6 +147,7 @@ func (g *Gateway) serveOllamaMeta(w http.ResponseWriter, r *http.Request) bool {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			return false
 		}
+		startTrace(w, r)
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Content-Length", "17")
 		w.WriteHeader(http.StatusOK)
@@ -155,16 +156,18 @@ func (g *Gateway) serveOllamaMeta(w http.ResponseWriter, r *http.Request) bool {
 		}
 		return true
 	case "/api/version":
+		startTrace(w, r)
 		writeJSON(w, http.StatusOK, map[string]string{"version": ollamaVersion})
 		return true
 	case "/api/ps":
+		startTrace(w, r)
 		writeJSON(w, http.StatusOK, map[string][]interface{}{"models": {}})
 		return true
 	case "/api/tags":
-		g.serveOllamaTags(w, r)
+		g.serveOllamaTags(w, r, startTrace(w, r))
 		return true
 	case "/api/show":
-		g.serveOllamaShow(w, r)
+		g.serveOllamaShow(w, r, startTrace(w, r))
 		return true
 	}
 	return false
@@ -199,13 +202,13 @@ func ollamaDetailsOf(route modelRoute) ollamaDetails {
 	return ollamaDetails{Format: "api", Family: route.provider.name, Families: []string{route.provider.name}}
 }
 
-func (g *Gateway) serveOllamaTags(w http.ResponseWriter, r *http.Request) {
+func (g *Gateway) serveOllamaTags(w http.ResponseWriter, r *http.Request, tr *requestTrace) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		ollamaFormat.writeError(w, errMethodNotAllowed(r.Method, r.URL.Path, http.MethodGet))
 		return
 	}
-	user, e := authenticate(g, r)
+	user, e := authenticate(g, r, tr)
 	if e != nil {
 		ollamaFormat.writeError(w, e)
 		return
@@ -232,13 +235,13 @@ func (g *Gateway) serveOllamaTags(w http.ResponseWriter, r *http.Request) {
 // model metadata when known, and capabilities (completion always; tools
 // for chat models; embedding for the provider's embedding models cannot
 // be told apart here, so they are listed as completion too).
-func (g *Gateway) serveOllamaShow(w http.ResponseWriter, r *http.Request) {
+func (g *Gateway) serveOllamaShow(w http.ResponseWriter, r *http.Request, tr *requestTrace) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		ollamaFormat.writeError(w, errMethodNotAllowed(r.Method, r.URL.Path, http.MethodPost))
 		return
 	}
-	user, e := authenticate(g, r)
+	user, e := authenticate(g, r, tr)
 	if e != nil {
 		ollamaFormat.writeError(w, e)
 		return

@@ -513,6 +513,12 @@ func (l *limiter) countRejection(ctx context.Context, scopes []limitScope, refus
 // hour, day and month windows. One store round trip; nothing when there
 // is nothing to add.
 func (l *limiter) account(ctx context.Context, scopes []limitScope, u translate.Usage, costMicros int64) {
+	l.accountFor(ctx, scopes, u, costMicros, "")
+}
+
+// accountFor is account for one request: ids (its request and trace ids)
+// ends the log line of a failed write.
+func (l *limiter) accountFor(ctx context.Context, scopes []limitScope, u translate.Usage, costMicros int64, ids string) {
 	if len(scopes) == 0 || (u.PromptTokens <= 0 && u.CompletionTokens <= 0 && costMicros <= 0) {
 		return
 	}
@@ -524,7 +530,7 @@ func (l *limiter) account(ctx context.Context, scopes []limitScope, u translate.
 	}
 	incrs := usageIncrs(setKeysAt(scopes, now, minute).acct, len(scopes), u.PromptTokens, u.CompletionTokens, costMicros)
 	if _, _, err := l.run(ctx, incrs, nil); err != nil {
-		l.log.errorf("usage of a finished request could not be recorded: %v", err)
+		l.log.errorf("usage of a finished request could not be recorded: %v%s", err, ids)
 	}
 }
 

@@ -131,6 +131,9 @@ type reservation struct {
 	holder store.Holder // where the hold was made (Redis, or the fallback)
 	keys   *setKeys     // the admission minute's keys: usage is charged to its windows
 	hold   store.Hold
+	// ids ends the log line of a settlement that could not be written
+	// (the request's ids; set by the request that holds it).
+	ids string
 
 	mu      sync.Mutex
 	settled bool
@@ -293,5 +296,5 @@ func (r *reservation) settle(u translate.Usage, costMicros int64) {
 		_, _, _ = l.fallback.Apply(context.Background(), st.Incrs, nil)
 		return
 	}
-	l.log.errorf("usage of a finished request could not be recorded: %v", err)
+	l.log.errorf("usage of a finished request could not be recorded: %v%s", err, r.ids)
 }

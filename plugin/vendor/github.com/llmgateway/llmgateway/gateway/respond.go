@@ -264,7 +264,7 @@ func relayTranslated(c *call, x *exchange, o *outbound, st translate.StreamTrans
 			}
 			out.err = e
 			noteError(&c.rec, e)
-			c.g.log.errorf("%s (after %d events)", e.Error(), events)
+			c.g.log.errorf("%s (after %d events)%s", e.Error(), events, c.trace.logTail)
 			return out
 		}
 		endStream(c, sw, out, e, events)
@@ -281,7 +281,7 @@ func endStream(c *call, sw *streamWriter, out *outcome, e *apiError, events int)
 	}
 	out.err = e
 	noteError(&c.rec, e)
-	c.g.log.errorf("%s (after %d events)", e.Error(), events)
+	c.g.log.errorf("%s (after %d events)%s", e.Error(), events, c.trace.logTail)
 	sw.buf = c.format.streamError(sw.buf[:0], e)
 	sw.write(sw.buf)
 }
@@ -291,7 +291,7 @@ func clientLeft(c *call, out *outcome, p *providerRuntime, events int) {
 	e := upstreamFailure(apierr.ClassClientCancel, "client closed the request", nil)
 	out.err = e
 	noteError(&c.rec, e)
-	c.g.log.infof("client closed the stream from provider %q after %d events", p.name, events)
+	c.g.log.infof("client closed the stream from provider %q after %d events%s", p.name, events, c.trace.logTail)
 }
 
 // relayBinary streams a binary answer (audio/speech) to the client as it
@@ -348,20 +348,25 @@ func relayBinary(c *call, x *exchange, o *outbound) *outcome {
 func abort(c *call, out *outcome, e *apiError) {
 	out.err = e
 	noteError(&c.rec, e)
-	c.g.log.errorf("%s: aborting the binary stream", e.Error())
+	c.g.log.errorf("%s: aborting the binary stream%s", e.Error(), c.trace.logTail)
 	account(c, out)
 	panic(http.ErrAbortHandler)
 }
 
 // relayedResponseHeaders are the upstream headers a relayed answer
-// passes on; everything else (cookies, provider account headers) stays
-// behind.
-var relayedResponseHeaders = []string{"Content-Type", "X-Request-Id", "Openai-Processing-Ms", "Openai-Version"}
+// passes on, under the names in relayedResponseNames (the upstream's
+// X-Request-Id becomes X-Upstream-Request-Id: the client's X-Request-ID
+// is the gateway's); everything else (cookies, provider account headers)
+// stays behind.
+var (
+	relayedResponseHeaders = []string{"Content-Type", "X-Request-Id", "Openai-Processing-Ms", "Openai-Version"}
+	relayedResponseNames   = []string{"Content-Type", "X-Upstream-Request-Id", "Openai-Processing-Ms", "Openai-Version"}
+)
 
 func copyResponseHeaders(dst, src http.Header) {
 	for i := 0; i < len(relayedResponseHeaders); i++ {
 		if v := src.Get(relayedResponseHeaders[i]); v != "" {
-			dst.Set(relayedResponseHeaders[i], v)
+			dst.Set(relayedResponseNames[i], v)
 		}
 	}
 }
