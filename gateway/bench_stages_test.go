@@ -144,7 +144,7 @@ func BenchmarkStages(b *testing.B) {
 		u := translate.Usage{PromptTokens: 180, CompletionTokens: 6, Reported: true}
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			accountUsage(g, c.user, c.target.provider.name, c.target.model, u)
+			accountUsage(g, c.user, c.target.provider.name, c.target.model, u, nil)
 		}
 	})
 	b.Run("record", func(b *testing.B) {

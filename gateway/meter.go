@@ -39,9 +39,12 @@ func count(c *call, tokens, cost int64, peek *store.Peek) *apiError {
 			return e
 		}
 		c.resv = r
+		c.admitted = true
 		return nil
 	}
-	return g.limiter.checkAndCountPeek(c.r.Context(), user.scopes, peek)
+	e := g.limiter.checkAndCountPeek(c.r.Context(), user.scopes, peek)
+	c.admitted = e == nil
+	return e
 }
 
 // checkPriced is admit's price half: 402 when a cost-budgeted caller's

@@ -47,7 +47,13 @@ type call struct {
 	forceFirst bool
 	aff        *callAffinity
 	deadline   bool
-	rec        requestRecord
+	// admitted: the limit stage counted the request (its scopes' lastSeen
+	// is written); saved is what a cache hit saved (micro-USD);
+	// statsDone: its statistics were built (stats.go).
+	admitted  bool
+	saved     int64
+	statsDone bool
+	rec       requestRecord
 }
 
 func newCall(g *Gateway, w http.ResponseWriter, r *http.Request, rt *route) *call {
