@@ -169,7 +169,7 @@ func BenchmarkStages(b *testing.B) {
 		u := translate.Usage{PromptTokens: 180, CompletionTokens: 6, Reported: true}
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			accountUsage(g, c.user, u, costOf(g, c.target.provider.name, c.target.model, u), c.trace.logTail)
+			accountUsage(g, c.user, u, costOf(g, c.target.provider.name, c.target.model, u), nil, c.trace.logTail)
 		}
 	})
 	b.Run("record", func(b *testing.B) {

@@ -46,6 +46,9 @@ func lookupCachedFor(c *call, provider, model string) bool {
 			contentType = "application/json"
 		}
 		c.rec.cache = "hit"
+		if g.stats != nil {
+			c.saved = savedByHit(g, provider, model, body)
+		}
 		noteWrite(&c.rec, http.StatusOK)
 		c.w.Header().Set("X-Llmgw-Cache", "hit")
 		c.w.Header().Set("Content-Type", contentType)

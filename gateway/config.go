@@ -85,6 +85,32 @@ type Config struct {
 	// status, user, provider, model, attempts, timings, tokens, cost,
 	// cache, request and trace ids, error code. Default false.
 	AccessLog bool `json:"accessLog"`
+	// Admin turns on the operator statistics (stats.go) the admin API
+	// and /metrics read. Omitted or disabled: no statistics counter is
+	// written.
+	Admin *AdminConfig `json:"admin"`
+	// AdminMaxKeysPerRequest bounds the counter keys one admin read may
+	// fetch from the store (default 10000, 100-1000000); a read whose
+	// estimate is larger is refused with a 400 before any store read.
+	AdminMaxKeysPerRequest int `json:"adminMaxKeysPerRequest"`
+}
+
+// AdminConfig is the admin block. Enabled turns on the always-on
+// statistics families (and, with the admin routes, the dashboard API).
+type AdminConfig struct {
+	Enabled bool `json:"enabled"`
+	// Stats opts in to the statistics families whose cardinality or
+	// per-request cost is larger. Omitted: both off.
+	Stats *AdminStatsConfig `json:"stats"`
+}
+
+// AdminStatsConfig opts in to two statistics families, each on its own.
+type AdminStatsConfig struct {
+	// UserModel keeps per-(user, model) usage (the umodel family).
+	UserModel bool `json:"userModel"`
+	// Latency keeps latency histograms (total latency and time to first
+	// byte) per provider and per model.
+	Latency bool `json:"latency"`
 }
 
 // AliasConfig is a modelAliases value in its object form. Targets is

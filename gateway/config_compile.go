@@ -145,6 +145,7 @@ type compiledConfig struct {
 	allowUnpriced      bool
 	trustedProxies     []*net.IPNet // whose X-Forwarded-For names the client (auth throttling)
 	reservationTTL     time.Duration
+	admin              adminSettings
 	cache              cacheSettings
 	pricing            map[string]modelPrice
 	// warnings are logged once the gateway has a logger.
@@ -159,6 +160,11 @@ func compileConfig(cfg *Config) (*compiledConfig, error) {
 		return nil, errors.New("config: missing configuration")
 	}
 	c := &compiledConfig{passthroughUnknown: cfg.PassthroughUnknown, accessLog: cfg.AccessLog}
+	admin, err := compileAdmin(cfg.Admin, cfg.AdminMaxKeysPerRequest)
+	if err != nil {
+		return nil, err
+	}
+	c.admin = admin
 	timeout, err := parseTimeout("requestTimeout", cfg.RequestTimeout, defaultRequestTimeout)
 	if err != nil {
 		return nil, err

@@ -45,6 +45,7 @@ type Gateway struct {
 	pricer      *pricer
 	redis       *store.Redis   // nil: no Redis
 	cache       *responseCache // nil: no response cache
+	stats       *statsWriter   // nil: admin (statistics) off
 	started     time.Time
 	failoverLog failoverLog
 	router      *router
@@ -111,6 +112,9 @@ func New(next http.Handler, cfg *Config, opts Options) (*Gateway, error) {
 	}
 	g.limiter = newLimiter(counters, fallback, failOpen, nil, log)
 	g.limiter.holdTTL = compiled.reservationTTL
+	if g.stats = newStatsWriter(compiled.admin, g.cache != nil); g.stats != nil {
+		g.limiter.health = adminHealthWindows
+	}
 
 	if next == nil {
 		g.next = http.HandlerFunc(notFound)

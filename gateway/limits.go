@@ -324,6 +324,9 @@ type limiter struct {
 	now      func() time.Time
 	log      *logger
 	async    *attemptCounts // provider success rates, written in the background (rejections are counted on the request path)
+	// health are the success-rate counters' windows (healthWindows, or
+	// adminHealthWindows with statistics on).
+	health []*window
 	// holder admits budgeted requests with reservations: counters, which
 	// every store the gateway builds also is (a Counter that is not — a
 	// test double — leaves the budgets checked against what is used);
@@ -338,7 +341,7 @@ func newLimiter(counters store.Counter, fallback *store.Memory, failOpen bool, n
 	if now == nil {
 		now = time.Now
 	}
-	l := &limiter{counters: counters, fallback: fallback, failOpen: failOpen, now: now, log: log, holdTTL: defaultReservationTTL}
+	l := &limiter{counters: counters, fallback: fallback, failOpen: failOpen, now: now, log: log, holdTTL: defaultReservationTTL, health: healthWindows}
 	l.holder, _ = counters.(store.Holder)
 	l.async = newAttemptCounts(l)
 	return l
@@ -513,13 +516,16 @@ func (l *limiter) countRejection(ctx context.Context, scopes []limitScope, refus
 // hour, day and month windows. One store round trip; nothing when there
 // is nothing to add.
 func (l *limiter) account(ctx context.Context, scopes []limitScope, u translate.Usage, costMicros int64) {
-	l.accountFor(ctx, scopes, u, costMicros, "")
+	l.accountWith(ctx, scopes, u, costMicros, nil, "")
 }
 
-// accountFor is account for one request: ids (its request and trace ids)
-// ends the log line of a failed write.
-func (l *limiter) accountFor(ctx context.Context, scopes []limitScope, u translate.Usage, costMicros int64, ids string) {
+// accountWith is account for one request, with its statistics
+// increments (stats.go) in the same batch (they go to writeStats when
+// there is no usage to add); ids (its request and trace ids) ends the
+// log line of a failed write.
+func (l *limiter) accountWith(ctx context.Context, scopes []limitScope, u translate.Usage, costMicros int64, extra []store.Incr, ids string) {
 	if len(scopes) == 0 || (u.PromptTokens <= 0 && u.CompletionTokens <= 0 && costMicros <= 0) {
+		writeStats(l, extra)
 		return
 	}
 	now := l.now()
@@ -529,6 +535,9 @@ func (l *limiter) accountFor(ctx context.Context, scopes []limitScope, u transla
 		minute--
 	}
 	incrs := usageIncrs(setKeysAt(scopes, now, minute).acct, len(scopes), u.PromptTokens, u.CompletionTokens, costMicros)
+	if len(extra) > 0 {
+		incrs = append(incrs, extra...)
+	}
 	if _, _, err := l.run(ctx, incrs, nil); err != nil {
 		l.log.errorf("usage of a finished request could not be recorded: %v%s", err, ids)
 	}
@@ -602,8 +611,12 @@ func someUsageIncrs(a []store.Incr, size int, tin, tout, costMicros int64) []sto
 	return incrs
 }
 
-// healthWindows are the windows of the provider success-rate counters.
-var healthWindows = []*window{minuteWindow, dayWindow}
+// healthWindows are the windows of the provider success-rate counters;
+// with admin (statistics) on, adminHealthWindows (limiter.health).
+var (
+	healthWindows      = []*window{minuteWindow, dayWindow}
+	adminHealthWindows = []*window{minuteWindow, hourWindow, dayWindow}
+)
 
 // attemptFlushEvery is how often the provider success-rate counts
 // aggregated in process are written to the store.
@@ -628,6 +641,10 @@ type attemptCounts struct {
 	running bool             // the flush goroutine is running
 
 	flushMu sync.Mutex // one flush at a time; wait blocks on a running one
+
+	// stats are statistics increments that rode no accounting round trip
+	// (stats.go), merged by key (deltas added; a Set keeps the latest).
+	stats map[string]*store.Incr
 
 	every time.Duration // flush period (attemptFlushEvery; tests change it before the first attempt)
 }
@@ -662,7 +679,7 @@ func (a *attemptCounts) loop() {
 		time.Sleep(a.every)
 		a.flush()
 		a.mu.Lock()
-		idle := a.cur == nil && len(a.done) == 0
+		idle := a.cur == nil && len(a.done) == 0 && len(a.stats) == 0
 		if idle {
 			a.running = false
 		}
@@ -689,12 +706,18 @@ func (a *attemptCounts) flush() {
 	if a.cur != nil {
 		minutes = append(minutes, a.cur)
 	}
+	stats := a.stats
 	a.done = nil
 	a.cur = nil
+	a.stats = nil
 	a.mu.Unlock()
 	var incrs []store.Incr
+	windows := a.l.health
 	for i := 0; i < len(minutes); i++ {
-		incrs = minutes[i].appendIncrs(incrs)
+		incrs = minutes[i].appendIncrs(incrs, windows)
+	}
+	for _, in := range stats {
+		incrs = append(incrs, *in)
 	}
 	if len(incrs) == 0 {
 		return
@@ -731,26 +754,26 @@ type backgroundCounter interface {
 // appendIncrs appends the minute's counter increments: per provider,
 // attempt (and fail, when any) × min, day at the provider level (every
 // model, passthrough included), then the same per provider/model.
-func (m *attemptMinute) appendIncrs(incrs []store.Incr) []store.Incr {
+func (m *attemptMinute) appendIncrs(incrs []store.Incr, windows []*window) []store.Incr {
 	for provider, models := range m.cells {
 		var attempts, fails int64
 		for model, c := range models {
 			attempts += c.attempts
 			fails += c.fails
 			if model != "" {
-				incrs = appendHealthIncrs(incrs, "llmgw:provmodel:"+provider+"/"+model+":", c.attempts, c.fails, m.at)
+				incrs = appendHealthIncrs(incrs, "llmgw:provmodel:"+provider+"/"+model+":", c.attempts, c.fails, m.at, windows)
 			}
 		}
-		incrs = appendHealthIncrs(incrs, "llmgw:prov:"+provider+":", attempts, fails, m.at)
+		incrs = appendHealthIncrs(incrs, "llmgw:prov:"+provider+":", attempts, fails, m.at, windows)
 	}
 	return incrs
 }
 
 // appendHealthIncrs appends prefix's attempt and (when fails > 0) fail
 // counters in every health window.
-func appendHealthIncrs(incrs []store.Incr, prefix string, attempts, fails int64, at time.Time) []store.Incr {
-	for j := 0; j < len(healthWindows); j++ {
-		w := healthWindows[j]
+func appendHealthIncrs(incrs []store.Incr, prefix string, attempts, fails int64, at time.Time, windows []*window) []store.Incr {
+	for j := 0; j < len(windows); j++ {
+		w := windows[j]
 		incrs = append(incrs, store.Incr{Key: prefix + "attempt:" + w.name + ":" + w.bucket(at), Delta: attempts, TTL: w.ttl})
 		if fails > 0 {
 			incrs = append(incrs, store.Incr{Key: prefix + "fail:" + w.name + ":" + w.bucket(at), Delta: fails, TTL: w.ttl})
@@ -797,6 +820,36 @@ func (l *limiter) recordAttempt(provider, model string, failed bool) {
 	c.attempts++
 	if failed {
 		c.fails++
+	}
+	start := !a.running
+	a.running = true
+	a.mu.Unlock()
+	if start {
+		go a.loop()
+	}
+}
+
+// addStats queues statistics increments for the next background flush.
+func (a *attemptCounts) addStats(incrs []store.Incr) {
+	a.mu.Lock()
+	if a.stats == nil {
+		a.stats = make(map[string]*store.Incr, len(incrs))
+	}
+	for i := 0; i < len(incrs); i++ {
+		in := &incrs[i]
+		if p := a.stats[in.Key]; p != nil {
+			if in.Set {
+				if in.Delta > p.Delta {
+					p.Delta = in.Delta
+				}
+			} else {
+				p.Delta += in.Delta
+			}
+			continue
+		}
+		q := new(store.Incr)
+		*q = *in
+		a.stats[in.Key] = q
 	}
 	start := !a.running
 	a.running = true

@@ -50,7 +50,13 @@ type call struct {
 	// trace is the request's ids (trace.go): its log lines, its record
 	// and its upstream calls carry them.
 	trace *requestTrace
-	rec   requestRecord
+	// admitted: the limit stage counted the request (its scopes' lastSeen
+	// is written); saved is what a cache hit saved (micro-USD);
+	// statsDone: its statistics were built (stats.go).
+	admitted  bool
+	saved     int64
+	statsDone bool
+	rec       requestRecord
 }
 
 func newCall(g *Gateway, w http.ResponseWriter, r *http.Request, rt *route, tr *requestTrace) *call {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
+	"github.com/llmgateway/llmgateway/gateway/internal/store"
 	"github.com/llmgateway/llmgateway/gateway/internal/translate"
 )
 
@@ -139,13 +140,39 @@ func account(c *call, out *outcome) {
 		cost = costOf(c.g, c.rec.provider, c.rec.model, u)
 		c.rec.costMicroUSD = cost
 	}
+	var extra []store.Incr
+	if c.g.stats != nil {
+		extra = accountStats(c, out, u)
+	}
 	if r := c.resv; r != nil {
 		c.resv = nil
-		r.settle(u, cost)
+		r.settleWith(u, cost, extra)
 	} else {
-		accountUsage(c.g, c.user, u, cost, c.trace.logTail)
+		accountUsage(c.g, c.user, u, cost, extra, c.trace.logTail)
 	}
 	saveCached(c, out)
+}
+
+// accountStats is the statistics increments (stats.go) of a request the
+// account stage settles: they ride its usage write.
+func accountStats(c *call, out *outcome, u translate.Usage) []store.Incr {
+	c.statsDone = true
+	f := statsFacts{served: out.status >= 200 && out.status <= 299, usage: u, latency: time.Since(c.rec.start)}
+	if u.PromptTokens > 0 || u.CompletionTokens > 0 {
+		f.cost = costOf(c.g, c.rec.provider, c.rec.model, u)
+	}
+	if !c.rec.firstByte.IsZero() {
+		f.ttfb = c.rec.firstByte.Sub(c.rec.start)
+	}
+	return statsIncrs(c, &f)
+}
+
+// finishStats is the statistics increments of a request that ended
+// before the account stage (refused, failed, answered from the cache).
+func finishStats(c *call) []store.Incr {
+	c.statsDone = true
+	f := statsFacts{latency: time.Since(c.rec.start)}
+	return statsIncrs(c, &f)
 }
 
 // estimateStream is the estimate of a stream without reported usage. On
@@ -166,11 +193,17 @@ func estimateStream(c *call, out *outcome) translate.Usage {
 // finish is the record stage: it completes the request record and hands
 // it to the hook.
 func finish(c *call) {
+	var extra []store.Incr
+	if c.g.stats != nil && !c.statsDone {
+		extra = finishStats(c)
+	}
 	if r := c.resv; r != nil {
 		// Ended before the account stage (refused after admission, an
 		// upstream failure, a cache hit): nothing was used.
 		c.resv = nil
-		r.settle(translate.Usage{}, 0)
+		r.settleWith(translate.Usage{}, 0, extra)
+	} else if len(extra) > 0 {
+		writeStats(c.g.limiter, extra)
 	}
 	emitRecord(c.g, &c.rec)
 }
@@ -190,15 +223,18 @@ func emitRecord(g *Gateway, rec *requestRecord) {
 	}
 }
 
-// accountUsage adds u's tokens and cost to every scope of user; ids
-// ends a log line about a failed write.
-func accountUsage(g *Gateway, user *userRuntime, u translate.Usage, cost int64, ids string) {
+// accountUsage adds u's tokens and cost to every scope of user. extra
+// are the request's statistics increments (stats.go), written in the
+// same round trip (or, with no usage to add, by writeStats); ids ends a
+// log line about a failed write.
+func accountUsage(g *Gateway, user *userRuntime, u translate.Usage, cost int64, extra []store.Incr, ids string) {
 	if user == nil || len(user.scopes) == 0 || (u.PromptTokens == 0 && u.CompletionTokens == 0) {
+		writeStats(g.limiter, extra)
 		return
 	}
 	// No deadline of its own: the in-process store never blocks, and the
 	// guarded Redis store bounds every operation with its own timeout.
-	g.limiter.accountFor(context.Background(), user.scopes, u, cost, ids)
+	g.limiter.accountWith(context.Background(), user.scopes, u, cost, extra, ids)
 }
 
 // estimateUsage is the fallback for an answer without usage:

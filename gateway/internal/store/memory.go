@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 )
@@ -79,6 +80,15 @@ func applyIncrs(m *Memory, now int64, incrs []Incr) []int64 {
 			keep = m.keepFor(in.TTL)
 		}
 		e := m.entries[in.Key]
+		if in.Set {
+			if e == nil {
+				e = &memoryEntry{}
+				m.entries[in.Key] = e
+			}
+			e.value = in.Delta
+			e.expires = now + keep
+			continue // its value reads 0, as Redis's SET reply does
+		}
 		if e == nil {
 			e = &memoryEntry{value: in.Delta, expires: now + keep}
 			m.entries[in.Key] = e
@@ -115,4 +125,19 @@ func (m *Memory) sweep(now int64) {
 		}
 	}
 	sweepHolds(m, now)
+}
+
+// Snapshot returns every live key that starts with prefix and its value
+// (tests and diagnostics; it copies under the store's lock).
+func (m *Memory) Snapshot(prefix string) map[string]int64 {
+	now := m.now().UnixNano()
+	out := map[string]int64{}
+	m.mu.Lock()
+	for k, e := range m.entries {
+		if now < e.expires && strings.HasPrefix(k, prefix) {
+			out[k] = e.value
+		}
+	}
+	m.mu.Unlock()
+	return out
 }

@@ -109,3 +109,16 @@ func (m *Memory) size() int {
 	defer m.mu.Unlock()
 	return len(m.entries)
 }
+
+func TestMemorySetIncr(t *testing.T) {
+	m := NewMemory(nil, nil)
+	ctx := context.Background()
+	iv, _, _ := m.Apply(ctx, []Incr{{Key: "seen", Delta: 100, TTL: time.Hour, Set: true}, {Key: "n", Delta: 2, TTL: time.Hour}}, nil)
+	if iv[0] != 0 || iv[1] != 2 {
+		t.Fatalf("apply = %v, want [0 2] (a Set reads 0)", iv)
+	}
+	m.Apply(ctx, []Incr{{Key: "seen", Delta: 90, TTL: time.Hour, Set: true}}, nil)
+	if _, gv, _ := m.Apply(ctx, nil, []string{"seen"}); gv[0] != 90 {
+		t.Fatalf("seen = %d, want 90 (the last write wins)", gv[0])
+	}
+}

@@ -83,8 +83,8 @@ func redisReplyError(cmd string, v respValue) error {
 	return errors.New("redis: " + cmd + ": " + v.str)
 }
 
-// Apply sends, in ONE pipeline, INCRBY key delta + EXPIRE key seconds per
-// incr and then one MGET of every get key (when there are any).
+// Apply sends, in ONE pipeline, INCRBY key delta (SET key delta for a
+// Set incr) + EXPIRE key seconds per incr and then one MGET of every get key (when there are any).
 func (s *Redis) Apply(ctx context.Context, incrs []Incr, gets []string) ([]int64, []int64, error) {
 	return s.ApplyPeek(ctx, incrs, gets, nil)
 }
@@ -95,7 +95,7 @@ func (s *Redis) ApplyPeek(ctx context.Context, incrs []Incr, gets []string, p *P
 	if len(incrs) == 0 && len(gets) == 0 && p == nil {
 		return nil, nil, nil
 	}
-	bt := &respBatch{req: appendApply(nil, incrs, gets), incrVals: make([]int64, len(incrs))}
+	bt := &respBatch{req: appendApply(nil, incrs, gets), incrVals: make([]int64, len(incrs)), incrs: incrs}
 	if len(gets) > 0 {
 		bt.gets = make([]int64, len(gets))
 	}
@@ -189,7 +189,11 @@ func appendApply(b []byte, incrs []Incr, gets []string) []byte {
 	for i := 0; i < len(incrs); i++ {
 		in := &incrs[i]
 		key := in.Key
-		b = append(b, "*3\r\n$6\r\nINCRBY\r\n$"...)
+		if in.Set {
+			b = append(b, "*3\r\n$3\r\nSET\r\n$"...)
+		} else {
+			b = append(b, "*3\r\n$6\r\nINCRBY\r\n$"...)
+		}
 		ks := len(b) - 1 // the key argument starts at its '$'
 		kl := len(key)
 		if kl < 10 {

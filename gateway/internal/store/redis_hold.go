@@ -224,7 +224,7 @@ func evalBatch(ctx context.Context, s *Redis, prefix []Incr, script *luaScript, 
 		req = appendRESPCommand(req, []string{"SCRIPT", "LOAD", script.src})
 	}
 	req = appendEval(req, script, false, keys, args)
-	return runScript(ctx, s, script, req, len(prefix), load, func() []byte { return appendEval(nil, script, true, keys, args) })
+	return runScript(ctx, s, script, req, len(prefix), prefix, load, func() []byte { return appendEval(nil, script, true, keys, args) })
 }
 
 func scriptError(name string, v respValue) error {
@@ -319,7 +319,7 @@ func (s *Redis) AdmitPeek(ctx context.Context, a *Admission, h Hold, p *Peek) (V
 		req = appendPeek(req, p)
 		trailing = 2
 	}
-	bt, v, err := runScriptThen(ctx, s, admitLua, req, 0, load, trailing, func() []byte { return admitEval(a, h) })
+	bt, v, err := runScriptThen(ctx, s, admitLua, req, 0, nil, load, trailing, func() []byte { return admitEval(a, h) })
 	if err != nil {
 		return Verdict{}, err
 	}
@@ -364,19 +364,19 @@ func admitEval(a *Admission, h Hold) []byte {
 // round trip, and returns the exchanged batch (the prefix's replies) and
 // the call's reply; on NOSCRIPT it sends eval() (the call with the
 // script's source) once more.
-func runScript(ctx context.Context, s *Redis, script *luaScript, req []byte, prefix int, load bool, eval func() []byte) (*respBatch, respValue, error) {
-	return runScriptThen(ctx, s, script, req, prefix, load, 0, eval)
+func runScript(ctx context.Context, s *Redis, script *luaScript, req []byte, prefix int, incrs []Incr, load bool, eval func() []byte) (*respBatch, respValue, error) {
+	return runScriptThen(ctx, s, script, req, prefix, incrs, load, 0, eval)
 }
 
 // runScriptThen is runScript whose req ends with trailing more commands
 // after the call (their replies end bt.replies; a NOSCRIPT resend
 // carries the call alone).
-func runScriptThen(ctx context.Context, s *Redis, script *luaScript, req []byte, prefix int, load bool, trailing int, eval func() []byte) (*respBatch, respValue, error) {
+func runScriptThen(ctx context.Context, s *Redis, script *luaScript, req []byte, prefix int, incrs []Incr, load bool, trailing int, eval func() []byte) (*respBatch, respValue, error) {
 	n := 1
 	if load {
 		n = 2
 	}
-	bt := &respBatch{req: req, incrVals: make([]int64, prefix), replies: make([]respValue, n+trailing)}
+	bt := &respBatch{req: req, incrVals: make([]int64, prefix), incrs: incrs, replies: make([]respValue, n+trailing)}
 	if err := respDo(ctx, s.c, bt); err != nil {
 		return nil, respValue{}, err
 	}

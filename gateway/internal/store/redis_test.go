@@ -655,3 +655,33 @@ func TestRedisRealTLS(t *testing.T) {
 		t.Fatalf("want an unknown-authority failure, got %v", err)
 	}
 }
+
+func TestRedisRealSetIncr(t *testing.T) {
+	addr := startRedis(t)
+	s := realRedisStore(t, RedisSettings{Address: addr})
+	ctx := context.Background()
+	incrs := []Incr{
+		{Key: "llmgw:t:n", Delta: 3, TTL: time.Minute},
+		{Key: "llmgw:t:seen", Delta: 1700000000, TTL: 90 * time.Second, Set: true},
+		{Key: "llmgw:t:n", Delta: 1, TTL: time.Minute},
+	}
+	iv, gv, err := s.Apply(ctx, incrs, []string{"llmgw:t:seen"})
+	if err != nil || !reflect.DeepEqual(iv, []int64{3, 0, 4}) || !reflect.DeepEqual(gv, []int64{1700000000}) {
+		t.Fatalf("apply = %v %v %v, want [3 0 4] [1700000000]", iv, gv, err)
+	}
+	r := redisRaw(t, addr, []string{"TTL", "llmgw:t:seen"})
+	wantRedisTTL(t, "seen (90s)", r[0], 89, 90)
+	// A settlement's prefix carries Sets too.
+	err = s.Settle(ctx, &Settlement{Incrs: []Incr{{Key: "llmgw:t:seen", Delta: 1700000005, TTL: time.Minute, Set: true}},
+		Budgets: []Budget{{Holds: "llmgw:t:holds", Sums: "llmgw:t:held"}}, Hold: Hold{Member: "x:1:1", Tokens: 1, Cost: 1, TTL: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, gv, _ = s.Apply(ctx, nil, []string{"llmgw:t:seen"}); gv[0] != 1700000005 {
+		t.Fatalf("seen after settle = %v", gv)
+	}
+	// The key stays a counter: INCRBY works on it.
+	if _, _, err = s.Apply(ctx, []Incr{{Key: "llmgw:t:seen", Delta: 1, TTL: time.Minute}}, nil); err != nil {
+		t.Fatalf("INCRBY on the set counter: %v", err)
+	}
+}

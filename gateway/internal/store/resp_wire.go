@@ -241,6 +241,7 @@ type respBatch struct {
 	req []byte
 
 	incrVals []int64
+	incrs    []Incr // the incrs (nil: none is a Set): a Set's first reply is +OK
 	bad      int
 	badReply respValue
 
@@ -284,6 +285,8 @@ func readRESPBatch(br *bufio.Reader, bt *respBatch) error {
 			}
 			if v.kind == ':' {
 				vals[p] = v.int
+			} else if v.kind == '+' && v.str == "OK" && p < len(bt.incrs) && bt.incrs[p].Set {
+				vals[p] = 0 // a Set incr's SET
 			} else if bad < 0 {
 				bad = 2 * p
 				badReply = v

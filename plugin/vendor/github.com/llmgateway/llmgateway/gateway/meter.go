@@ -40,9 +40,12 @@ func count(c *call, tokens, cost int64, peek *store.Peek) *apiError {
 		}
 		r.ids = c.trace.logTail
 		c.resv = r
+		c.admitted = true
 		return nil
 	}
-	return g.limiter.checkAndCountPeek(c.r.Context(), user.scopes, peek)
+	e := g.limiter.checkAndCountPeek(c.r.Context(), user.scopes, peek)
+	c.admitted = e == nil
+	return e
 }
 
 // checkPriced is admit's price half: 402 when a cost-budgeted caller's

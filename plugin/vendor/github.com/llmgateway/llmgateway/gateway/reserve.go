@@ -270,6 +270,12 @@ func renewReservation(r *reservation) {
 // windows of the minute it was admitted in, and removes its reservation:
 // one store round trip. Only the first call does anything.
 func (r *reservation) settle(u translate.Usage, costMicros int64) {
+	r.settleWith(u, costMicros, nil)
+}
+
+// settleWith is settle with the request's statistics increments
+// (stats.go) in the same round trip.
+func (r *reservation) settleWith(u translate.Usage, costMicros int64, extra []store.Incr) {
 	r.mu.Lock()
 	if r.settled {
 		r.mu.Unlock()
@@ -283,6 +289,9 @@ func (r *reservation) settle(u translate.Usage, costMicros int64) {
 	l := r.l
 	st := store.Settlement{Incrs: usageIncrs(r.keys.acct, r.keys.n, u.PromptTokens, u.CompletionTokens, costMicros),
 		Budgets: r.keys.plan.admission.Budgets, Hold: r.hold}
+	if len(extra) > 0 {
+		st.Incrs = append(st.Incrs, extra...)
+	}
 	// No deadline of its own: the in-process store never blocks, and the
 	// guarded Redis store bounds every operation with its own timeout.
 	err := r.holder.Settle(context.Background(), &st)

@@ -6,11 +6,15 @@ import (
 )
 
 // Incr is one counter increment: Apply adds Delta to Key (a missing key
-// starts at 0) and (re)sets the key's time to live to TTL.
+// starts at 0) and (re)sets the key's time to live to TTL. With Set, the
+// key is set to Delta instead (Redis: SET key Delta, then the same
+// EXPIRE; its post-increment value reads 0): a "last seen" timestamp,
+// where the last write wins.
 type Incr struct {
 	Key   string
 	Delta int64
 	TTL   time.Duration
+	Set   bool
 }
 
 // Counter applies one batch of counter operations in ONE round trip
