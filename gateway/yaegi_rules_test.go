@@ -15,6 +15,22 @@ import (
 // call's value, a bug the compiled tests never see. Test files are
 // exempt: they are not part of what Traefik interprets.
 func TestNoNamedResults(t *testing.T) {
+	eachCoreSourceNode(t, func(fset *token.FileSet, n ast.Node) {
+		var ft *ast.FuncType
+		if d, ok := n.(*ast.FuncDecl); ok {
+			ft = d.Type
+		} else if l, ok := n.(*ast.FuncLit); ok {
+			ft = l.Type
+		}
+		if ft != nil && hasNamedResults(ft) {
+			t.Errorf("%s: function with named results (Yaegi may keep their values between calls)", fset.Position(ft.Pos()))
+		}
+	})
+}
+
+// eachCoreSourceNode calls visit on every AST node of every non-test
+// file of every package of the core.
+func eachCoreSourceNode(t *testing.T, visit func(fset *token.FileSet, n ast.Node)) {
 	files := coreGoFiles(t, ".")
 	fset := token.NewFileSet()
 	for i := 0; i < len(files); i++ {
@@ -26,15 +42,7 @@ func TestNoNamedResults(t *testing.T) {
 			t.Fatalf("%s: %v", files[i], err)
 		}
 		ast.Inspect(f, func(n ast.Node) bool {
-			var ft *ast.FuncType
-			if d, ok := n.(*ast.FuncDecl); ok {
-				ft = d.Type
-			} else if l, ok := n.(*ast.FuncLit); ok {
-				ft = l.Type
-			}
-			if ft != nil && hasNamedResults(ft) {
-				t.Errorf("%s: function with named results (Yaegi may keep their values between calls)", fset.Position(ft.Pos()))
-			}
+			visit(fset, n)
 			return true
 		})
 	}
@@ -60,21 +68,9 @@ func hasNamedResults(ft *ast.FuncType) bool {
 // values (internal/chans has the operations the core needs, built per
 // call).
 func TestNoSelectStatements(t *testing.T) {
-	files := coreGoFiles(t, ".")
-	fset := token.NewFileSet()
-	for i := 0; i < len(files); i++ {
-		if strings.HasSuffix(files[i], "_test.go") {
-			continue
+	eachCoreSourceNode(t, func(fset *token.FileSet, n ast.Node) {
+		if s, ok := n.(*ast.SelectStmt); ok {
+			t.Errorf("%s: select statement (under Yaegi concurrent runs of it share their cases; use internal/chans)", fset.Position(s.Pos()))
 		}
-		f, err := parser.ParseFile(fset, files[i], nil, 0)
-		if err != nil {
-			t.Fatalf("%s: %v", files[i], err)
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			if s, ok := n.(*ast.SelectStmt); ok {
-				t.Errorf("%s: select statement (under Yaegi concurrent runs of it share their cases; use internal/chans)", fset.Position(s.Pos()))
-			}
-			return true
-		})
-	}
+	})
 }

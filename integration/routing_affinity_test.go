@@ -83,11 +83,7 @@ func rtConversation(n int) []byte {
 // hyphen: recorded on the wire, see routing_claude_test.go).
 func TestAffinitySessionHeaders(t *testing.T) {
 	t.Parallel()
-	ps := rtProviders{
-		rtNewProvider(t, "pa", mockupstream.Options{}),
-		rtNewProvider(t, "pb", mockupstream.Options{}),
-		rtNewProvider(t, "pc", mockupstream.Options{}),
-	}
+	ps := rtThreeProviders(t)
 	gw := rtStart(t, rtConfig(ps, rtAffinityExtra(true, "")))
 
 	headers := []string{"X-Session-Id", "X-OpenWebUI-Chat-Id", "X-Claude-Code-Session-Id", "session_id", "Session-Id", "session-id"}
@@ -180,11 +176,7 @@ func TestAffinityNotForEmbeddings(t *testing.T) {
 // sessionAffinity off, one X-Session-Id rotates over the providers.
 func TestAffinityOff(t *testing.T) {
 	t.Parallel()
-	ps := rtProviders{
-		rtNewProvider(t, "pa", mockupstream.Options{}),
-		rtNewProvider(t, "pb", mockupstream.Options{}),
-		rtNewProvider(t, "pc", mockupstream.Options{}),
-	}
+	ps := rtThreeProviders(t)
 	gw := rtStart(t, rtConfig(ps, rtAffinityExtra(false, "")))
 	var got []string
 	for i := 0; i < 6; i++ {
@@ -198,11 +190,7 @@ func TestAffinityOff(t *testing.T) {
 // served it, also once the first one has recovered.
 func TestAffinityMovesOnFailure(t *testing.T) {
 	t.Parallel()
-	ps := rtProviders{
-		rtNewProvider(t, "pa", mockupstream.Options{}),
-		rtNewProvider(t, "pb", mockupstream.Options{}),
-		rtNewProvider(t, "pc", mockupstream.Options{}),
-	}
+	ps := rtThreeProviders(t)
 	byName := map[string]*rtProvider{"pa": ps[0], "pb": ps[1], "pc": ps[2]}
 	gw := rtStart(t, rtConfig(ps, rtAffinityExtra(true, "")))
 	const h, s = "X-Session-Id", "moving-session"
@@ -244,11 +232,7 @@ func TestAffinityMovesOnFailure(t *testing.T) {
 func TestAffinityAcrossReplicas(t *testing.T) {
 	t.Parallel()
 	rs := redisproc.Start(t)
-	ps := rtProviders{
-		rtNewProvider(t, "pa", mockupstream.Options{}),
-		rtNewProvider(t, "pb", mockupstream.Options{}),
-		rtNewProvider(t, "pc", mockupstream.Options{}),
-	}
+	ps := rtThreeProviders(t)
 	byName := map[string]*rtProvider{"pa": ps[0], "pb": ps[1], "pc": ps[2]}
 	cfg := rtConfig(ps, rtAffinityExtra(true, rs.Addr))
 	cfg["routing"].(map[string]interface{})["sessionAffinity"].(map[string]interface{})["ttl"] = "1h"
@@ -338,11 +322,7 @@ func TestAffinityAcrossReplicas(t *testing.T) {
 // providers.
 func TestAffinityAcrossReplicasNeedsRedis(t *testing.T) {
 	t.Parallel()
-	ps := rtProviders{
-		rtNewProvider(t, "pa", mockupstream.Options{}),
-		rtNewProvider(t, "pb", mockupstream.Options{}),
-		rtNewProvider(t, "pc", mockupstream.Options{}),
-	}
+	ps := rtThreeProviders(t)
 	cfg := rtConfig(ps, rtAffinityExtra(true, ""))
 	a, b := rtStart(t, cfg), rtStart(t, cfg)
 	const h = "X-Session-Id"

@@ -100,6 +100,15 @@ type rtProvider struct {
 // rtNewProvider starts a mock upstream on its own loopback port.
 // knobs are mockupstream path knobs ("delay", "200ms", ...) put in the
 // provider's baseUrl.
+// rtThreeProviders is pa, pb and pc with default mocks.
+func rtThreeProviders(t *testing.T) rtProviders {
+	return rtProviders{
+		rtNewProvider(t, "pa", mockupstream.Options{}),
+		rtNewProvider(t, "pb", mockupstream.Options{}),
+		rtNewProvider(t, "pc", mockupstream.Options{}),
+	}
+}
+
 func rtNewProvider(t *testing.T, name string, opts mockupstream.Options, knobs ...string) *rtProvider {
 	t.Helper()
 	if opts.Chunks == 0 {
