@@ -205,7 +205,9 @@ func tryCandidate(c *call, o *outbound, budget int) (*exchange, *apiError) {
 			return nil, e
 		}
 		c.rec.attempts++
+		sent := time.Now()
 		x, e := attempt(g, c.r, o, first, c.trace, c.rec.attempts)
+		c.rec.upstream += time.Since(sent)
 		if e == nil {
 			return x, nil
 		}

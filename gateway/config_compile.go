@@ -146,6 +146,7 @@ type compiledConfig struct {
 	trustedProxies     []*net.IPNet // whose X-Forwarded-For names the client (auth throttling)
 	reservationTTL     time.Duration
 	admin              adminSettings
+	metrics            metricsSettings
 	cache              cacheSettings
 	pricing            map[string]modelPrice
 	// warnings are logged once the gateway has a logger.
@@ -173,6 +174,12 @@ func compileConfig(cfg *Config) (*compiledConfig, error) {
 	if err := c.compileProviders(cfg.Providers); err != nil {
 		return nil, err
 	}
+	metrics, metricsWarnings, err := compileMetrics(cfg.Metrics, c.providers)
+	if err != nil {
+		return nil, err
+	}
+	c.metrics = metrics
+	c.warnings = append(c.warnings, metricsWarnings...)
 	if c.retry, err = compileRetry(cfg.Retry); err != nil {
 		return nil, err
 	}

@@ -46,6 +46,7 @@ type Gateway struct {
 	redis       *store.Redis   // nil: no Redis
 	cache       *responseCache // nil: no response cache
 	stats       *statsWriter   // nil: admin (statistics) off
+	metrics     *metricsBook   // nil: metrics off (the route is not registered)
 	started     time.Time
 	failoverLog failoverLog
 	router      *router
@@ -112,6 +113,9 @@ func New(next http.Handler, cfg *Config, opts Options) (*Gateway, error) {
 	}
 	g.limiter = newLimiter(counters, fallback, failOpen, nil, log)
 	g.limiter.holdTTL = compiled.reservationTTL
+	if g.metrics = newMetricsBook(compiled.metrics); g.metrics != nil {
+		g.limiter.metrics = g.metrics
+	}
 	if g.stats = newStatsWriter(compiled.admin, g.cache != nil); g.stats != nil {
 		g.limiter.health = adminHealthWindows
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 	"github.com/llmgateway/llmgateway/gateway/internal/translate"
@@ -320,7 +321,9 @@ func proxy(c *call, p *providerRuntime, body *cappedBody, model string) *outcome
 		out.status = out.err.Status
 		fail(c, out.err)
 	}
+	sent := time.Now()
 	rp.ServeHTTP(w, in)
+	c.rec.upstream += time.Since(sent)
 	body.close()
 	return out
 }

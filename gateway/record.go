@@ -55,7 +55,12 @@ type requestRecord struct {
 	firstByte time.Time
 	ttfb      time.Duration
 	latency   time.Duration
-	usage     translate.Usage // as accounted (reported, estimated, or none)
+	// upstream is the time spent in upstream calls: every attempt's
+	// exchange up to its headers (and its body, read whole), plus the
+	// relay of a streamed answer; for passthrough the whole proxied
+	// exchange. latency minus upstream is the gateway's added latency.
+	upstream time.Duration
+	usage    translate.Usage // as accounted (reported, estimated, or none)
 	// costMicroUSD is the usage's cost as accounted (0: none, unpriced,
 	// or an unpriced route).
 	costMicroUSD int64
@@ -217,6 +222,9 @@ func emitRecord(g *Gateway, rec *requestRecord) {
 	}
 	if g.cfg.accessLog {
 		g.log.line("INFO", accessLine(rec))
+	}
+	if g.metrics != nil {
+		observeRecord(g.metrics, rec)
 	}
 	if g.recordHook != nil {
 		g.recordHook(rec)

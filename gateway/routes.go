@@ -136,6 +136,18 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.discovery.maybeRefresh()
 	}
 	p := r.URL.Path
+	if m := g.metrics; m != nil {
+		if p == m.settings.path {
+			g.serveMetrics(w, r)
+			return
+		}
+		if rt := routesByPath[p]; rt != nil {
+			m.inFlight.Add(1)
+			defer m.inFlight.Add(-1)
+			serveMetered(g, w, r, rt, startTrace(w, r))
+			return
+		}
+	}
 	if rt := routesByPath[p]; rt != nil {
 		serveMetered(g, w, r, rt, startTrace(w, r))
 		return
@@ -148,6 +160,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if provider, rest, ok := g.passthroughTarget(p); ok {
+		if m := g.metrics; m != nil {
+			m.inFlight.Add(1)
+			defer m.inFlight.Add(-1)
+		}
 		g.servePassthrough(w, r, provider, rest, startTrace(w, r))
 		return
 	}

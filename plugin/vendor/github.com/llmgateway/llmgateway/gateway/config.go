@@ -93,6 +93,22 @@ type Config struct {
 	// fetch from the store (default 10000, 100-1000000); a read whose
 	// estimate is larger is refused with a 400 before any store read.
 	AdminMaxKeysPerRequest int `json:"adminMaxKeysPerRequest"`
+	// Metrics is the Prometheus text-exposition endpoint (metrics.go).
+	// Omitted or disabled: the route is not registered at all.
+	Metrics *MetricsConfig `json:"metrics"`
+}
+
+// MetricsConfig is the metrics block.
+type MetricsConfig struct {
+	Enabled bool `json:"enabled"`
+	// Path is the served path (default "/metrics"; must start with "/").
+	Path string `json:"path"`
+	// AllowedCIDRs are the CIDR blocks whose TCP peer (RemoteAddr, never
+	// a forwarded header) may scrape without an admin key.
+	AllowedCIDRs []string `json:"allowedCIDRs"`
+	// ModelLabel adds the per-(provider, model) attempt and failure
+	// families.
+	ModelLabel bool `json:"modelLabel"`
 }
 
 // AdminConfig is the admin block. Enabled turns on the always-on

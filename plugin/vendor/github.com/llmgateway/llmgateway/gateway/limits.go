@@ -333,6 +333,8 @@ type limiter struct {
 	// holdTTL is a reservation's life unless renewed.
 	holder  store.Holder
 	holdTTL time.Duration
+	// metrics counts the refusals for /metrics (nil: metrics off).
+	metrics *metricsBook
 
 	lastErrorLog atomic.Int64 // unix nanos of the last store-error line
 }
@@ -503,6 +505,9 @@ func (l *limiter) countRejection(ctx context.Context, scopes []limitScope, refus
 	for i := 0; i < len(scopes); i++ {
 		if i != refused && scopes[i].kind != "total" {
 			continue
+		}
+		if l.metrics != nil {
+			countMetricsRejection(l.metrics, &scopes[i])
 		}
 		for j := 0; j < len(countedWindows); j++ {
 			w := countedWindows[j]

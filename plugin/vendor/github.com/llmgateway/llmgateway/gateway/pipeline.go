@@ -94,7 +94,11 @@ func serveMetered(g *Gateway, w http.ResponseWriter, r *http.Request, rt *route,
 		return // a failover candidate's cached answer was served
 	}
 	defer exchangeDone(x)
+	relayed := time.Now()
 	out := respond(c, x, o)
+	if o.stream {
+		c.rec.upstream += time.Since(relayed)
+	}
 	account(c, out)
 }
 
