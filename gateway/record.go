@@ -147,7 +147,7 @@ func account(c *call, out *outcome) {
 	}
 	var extra []store.Incr
 	if c.g.stats != nil {
-		extra = accountStats(c, out, u)
+		extra = accountStats(c, out, u, cost)
 	}
 	if r := c.resv; r != nil {
 		c.resv = nil
@@ -160,12 +160,9 @@ func account(c *call, out *outcome) {
 
 // accountStats is the statistics increments (stats.go) of a request the
 // account stage settles: they ride its usage write.
-func accountStats(c *call, out *outcome, u translate.Usage) []store.Incr {
+func accountStats(c *call, out *outcome, u translate.Usage, cost int64) []store.Incr {
 	c.statsDone = true
-	f := statsFacts{served: out.status >= 200 && out.status <= 299, usage: u, latency: time.Since(c.rec.start)}
-	if u.PromptTokens > 0 || u.CompletionTokens > 0 {
-		f.cost = costOf(c.g, c.rec.provider, c.rec.model, u)
-	}
+	f := statsFacts{served: out.status >= 200 && out.status <= 299, usage: u, latency: time.Since(c.rec.start), cost: cost}
 	if !c.rec.firstByte.IsZero() {
 		f.ttfb = c.rec.firstByte.Sub(c.rec.start)
 	}
