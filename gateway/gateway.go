@@ -50,6 +50,7 @@ type Gateway struct {
 	started     time.Time
 	failoverLog failoverLog
 	router      *router
+	events      *eventFeed
 	// keepaliveEvery is the silence after which a translated stream gets
 	// its format's keepalive event (keepaliveEvery; tests shorten it).
 	keepaliveEvery time.Duration
@@ -104,6 +105,11 @@ func New(next http.Handler, cfg *Config, opts Options) (*Gateway, error) {
 		}
 	}
 	g.router = newRouter(compiled, log)
+	if affinityGuard != nil {
+		g.events = newEventFeed(opts.Name, affinityGuard, log)
+	} else {
+		g.events = newEventFeed(opts.Name, nil, log)
+	}
 	if compiled.routing.affinity {
 		var shared affinityStore
 		if g.redis != nil {

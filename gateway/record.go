@@ -46,8 +46,11 @@ type requestRecord struct {
 	// "server", "truncated", …; see failures.go), "" for the gateway's
 	// own refusals and for successes.
 	errorClass string
-	attempts   int // upstream attempts, retries included (0: none made)
-	start      time.Time
+	// errorMessage is that error's message, as the client saw it (the
+	// events feed's message).
+	errorMessage string
+	attempts     int // upstream attempts, retries included (0: none made)
+	start        time.Time
 	// firstByte is when the response headers went to the client (for
 	// passthrough: when the upstream's arrived); zero if never. ttfb is
 	// the time from start to it (0 if never), set when the record is
@@ -90,6 +93,7 @@ type triedCandidate struct {
 func noteError(r *requestRecord, e *apiError) {
 	if r.errorCode == "" {
 		r.errorCode = e.Code
+		r.errorMessage = e.Message
 		if e.Class != apierr.ClassNone {
 			r.errorClass = policy(e).name
 		}
@@ -223,6 +227,7 @@ func emitRecord(g *Gateway, rec *requestRecord) {
 	if g.metrics != nil {
 		observeRecord(g.metrics, rec)
 	}
+	recordEvents(g.events, rec)
 	if g.recordHook != nil {
 		g.recordHook(rec)
 	}

@@ -67,6 +67,13 @@ type Swapper interface {
 	SwapBlob(ctx context.Context, key string, old, value []byte, ttl time.Duration) ([]byte, error)
 }
 
+// ListPusher keeps a size-bounded list (the events mirror).
+type ListPusher interface {
+	// PushList puts values at the head of key's list (the last value
+	// first) and trims it to keep entries, in one round trip.
+	PushList(ctx context.Context, key string, values []string, keep int) error
+}
+
 // Shared is a store that is a Counter, a Blob and a Holder: Redis, and the
 // Guarded store around it.
 type Shared interface {
@@ -76,11 +83,13 @@ type Shared interface {
 }
 
 var (
-	_ Counter = (*Memory)(nil)
-	_ Shared  = (*Redis)(nil)
-	_ Shared  = (*Guarded)(nil)
-	_ Peeker  = (*Redis)(nil)
-	_ Peeker  = (*Guarded)(nil)
-	_ Swapper = (*Redis)(nil)
-	_ Swapper = (*Guarded)(nil)
+	_ Counter    = (*Memory)(nil)
+	_ Shared     = (*Redis)(nil)
+	_ Shared     = (*Guarded)(nil)
+	_ Peeker     = (*Redis)(nil)
+	_ Peeker     = (*Guarded)(nil)
+	_ Swapper    = (*Redis)(nil)
+	_ Swapper    = (*Guarded)(nil)
+	_ ListPusher = (*Redis)(nil)
+	_ ListPusher = (*Guarded)(nil)
 )

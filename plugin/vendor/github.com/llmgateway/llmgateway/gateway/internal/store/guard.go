@@ -159,6 +159,25 @@ func (s *Guarded) SetBlob(ctx context.Context, key string, value []byte, ttl tim
 	return err
 }
 
+// PushList is the inner PushList under the guard, for background
+// writes: while the store is marked down it fails at once (like
+// ApplyIfUp), never probing it.
+func (s *Guarded) PushList(ctx context.Context, key string, values []string, keep int) error {
+	pl, isPusher := s.inner.(ListPusher)
+	if !isPusher {
+		return errors.New("store: no PushList")
+	}
+	if s.downUntil.Load() != 0 {
+		return errCoolingDown
+	}
+	opCtx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	started := s.now()
+	err := pl.PushList(opCtx, key, values, keep)
+	s.end(ctx, opCtx, err, false, started)
+	return err
+}
+
 // SwapBlob is the inner SwapBlob under the guard (the inner store must
 // be a Swapper).
 func (s *Guarded) SwapBlob(ctx context.Context, key string, old, value []byte, ttl time.Duration) ([]byte, error) {

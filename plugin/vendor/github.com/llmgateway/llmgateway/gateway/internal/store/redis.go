@@ -289,6 +289,44 @@ func (s *Redis) GetBlob(ctx context.Context, key string) ([]byte, bool, error) {
 	return []byte(r.str), true, nil
 }
 
+// PushList is LPUSH key values... then LTRIM key 0 keep-1, in one round
+// trip: the values go to the head of a list bounded by size alone (no
+// expiry). The last value ends up first.
+func (s *Redis) PushList(ctx context.Context, key string, values []string, keep int) error {
+	if len(values) == 0 {
+		return nil
+	}
+	push := append([]string{"LPUSH", key}, values...)
+	replies, err := s.c.pipeline(ctx, [][]string{push, {"LTRIM", key, "0", strconv.Itoa(keep - 1)}})
+	if err != nil {
+		return err
+	}
+	if replies[0].kind != ':' {
+		return redisReplyError("LPUSH", replies[0])
+	}
+	if replies[1].kind != '+' {
+		return redisReplyError("LTRIM", replies[1])
+	}
+	return nil
+}
+
+// ListRange is LRANGE key 0 n-1: the list's first n entries.
+func (s *Redis) ListRange(ctx context.Context, key string, n int) ([]string, error) {
+	replies, err := s.c.pipeline(ctx, [][]string{{"LRANGE", key, "0", strconv.Itoa(n - 1)}})
+	if err != nil {
+		return nil, err
+	}
+	r := replies[0]
+	if r.kind != '*' {
+		return nil, redisReplyError("LRANGE", r)
+	}
+	out := make([]string, 0, len(r.array))
+	for i := 0; i < len(r.array); i++ {
+		out = append(out, r.array[i].str)
+	}
+	return out, nil
+}
+
 // GetBlobRenew is GET key and EXPIRE key seconds in one round trip: the
 // value, and a renewed idle time to live (a missing key stays missing).
 func (s *Redis) GetBlobRenew(ctx context.Context, key string, ttl time.Duration) ([]byte, bool, error) {
