@@ -59,9 +59,10 @@ type gatewayEvent struct {
 	Status   int    `json:"status,omitempty"`
 }
 
-// eventPusher is the shared store's list (the guarded Redis store).
-type eventPusher interface {
+// eventStore is the shared store's list (the guarded Redis store).
+type eventStore interface {
 	PushList(ctx context.Context, key string, values []string, keep int) error
+	ListRange(ctx context.Context, key string, n int) ([]string, error)
 }
 
 // eventFeed is the ring and the mirror.
@@ -77,7 +78,7 @@ type eventFeed struct {
 	// The mirror (nil shared: none): pending events (JSON) for the next
 	// flush, this second's count for the throttle, dropped since the last
 	// flush, and whether the flusher runs.
-	shared  eventPusher
+	shared  eventStore
 	pending []string
 	second  int64
 	inSec   int
@@ -85,9 +86,12 @@ type eventFeed struct {
 	running bool
 }
 
-func newEventFeed(instance string, shared eventPusher, log *logger) *eventFeed {
+func newEventFeed(instance string, shared eventStore, log *logger) *eventFeed {
 	host, err := os.Hostname()
 	if err != nil || host == "" {
+		host = os.Getenv("HOSTNAME")
+	}
+	if host == "" {
 		host = "unknown"
 	}
 	return &eventFeed{replica: host, instance: instance, now: time.Now, log: log, shared: shared}

@@ -159,6 +159,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if (p == "/" && !g.cfg.passthroughUnknown || strings.HasPrefix(p, "/api/")) && g.serveOllamaMeta(w, r) {
 		return
 	}
+	if g.cfg.admin.enabled && isAdminPath(p) {
+		g.serveAdmin(w, r)
+		return
+	}
 	if provider, rest, ok := g.passthroughTarget(p); ok {
 		if m := g.metrics; m != nil {
 			m.inFlight.Add(1)

@@ -178,6 +178,24 @@ func (s *Guarded) PushList(ctx context.Context, key string, values []string, kee
 	return err
 }
 
+// ListRange is the inner ListRange under the guard.
+func (s *Guarded) ListRange(ctx context.Context, key string, n int) ([]string, error) {
+	lr, isLister := s.inner.(ListPusher)
+	if !isLister {
+		return nil, errors.New("store: no ListRange")
+	}
+	ok, probe := s.begin()
+	if !ok {
+		return nil, errCoolingDown
+	}
+	opCtx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	started := s.now()
+	v, err := lr.ListRange(opCtx, key, n)
+	s.end(ctx, opCtx, err, probe, started)
+	return v, err
+}
+
 // SwapBlob is the inner SwapBlob under the guard (the inner store must
 // be a Swapper).
 func (s *Guarded) SwapBlob(ctx context.Context, key string, old, value []byte, ttl time.Duration) ([]byte, error) {

@@ -72,6 +72,8 @@ type ListPusher interface {
 	// PushList puts values at the head of key's list (the last value
 	// first) and trims it to keep entries, in one round trip.
 	PushList(ctx context.Context, key string, values []string, keep int) error
+	// ListRange is the list's first n entries.
+	ListRange(ctx context.Context, key string, n int) ([]string, error)
 }
 
 // Shared is a store that is a Counter, a Blob and a Holder: Redis, and the

@@ -1,0 +1,110 @@
+package gateway
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/redistest"
+)
+
+// adminConfig is one provider, alice (admin) and bob (not), with a
+// requests-per-minute limit of 1 for bob's group, and extra keys.
+func adminConfig(upURL, extra string) string {
+	return `{` + extra + `
+  "providers": {"p": {"type": "openai", "baseUrl": "` + upURL + `", "models": ["m1"]}},
+  "groups": {"all": {}, "tight": {"limits": {"requestsPerMinute": 1}}},
+  "users": {"inline": [
+    {"name": "alice", "group": "all", "apiKey": "` + testAliceKey + `", "admin": true},
+    {"name": "bob", "group": "tight", "apiKey": "sk-admin-bob"}]}}`
+}
+
+func getAdmin(t *testing.T, url, key string) (int, http.Header, string) {
+	t.Helper()
+	return do(t, "GET", url, key, "")
+}
+
+func TestAdminEventsRoute(t *testing.T) {
+	up := newRoutedUpstream(t)
+	off, _ := newTestGateway(t, adminConfig(up.URL, ``), nil)
+	if status, _, _ := getAdmin(t, off.URL+"/admin/api/events", testAliceKey); status != 404 {
+		t.Fatalf("admin disabled: %d, want the route unregistered (404)", status)
+	}
+	srv, _ := newTestGateway(t, adminConfig(up.URL, `"admin": {"enabled": true},`), nil)
+	base := srv.URL + "/admin/api/events"
+	// The gate.
+	if status, h, _ := getAdmin(t, base, ""); status != 401 || h.Get("Content-Security-Policy") != adminCSP || h.Get("X-Content-Type-Options") != "nosniff" {
+		t.Fatalf("no key: %d %v", status, h)
+	}
+	if status, _, _ := getAdmin(t, base, "sk-admin-bob"); status != 403 {
+		t.Fatalf("non-admin: %d", status)
+	}
+	// No events yet: an empty array, never null.
+	status, h, body := getAdmin(t, base, testAliceKey)
+	if status != 200 || h.Get("Cache-Control") != "no-store" || h.Get("Content-Security-Policy") != adminCSP ||
+		!strings.Contains(body, `"events":[]`) || !strings.Contains(body, `"source":"replica"`) ||
+		!strings.Contains(body, `"capacity":200`) || !strings.Contains(body, `"degraded":false`) {
+		t.Fatalf("empty events: %d %v %s", status, h, body)
+	}
+	// Bob's second request is rate limited: one event. The admin reads
+	// never count against anyone (alice polls freely).
+	do(t, "POST", srv.URL+"/v1/chat/completions", "sk-admin-bob", m1Chat)
+	do(t, "POST", srv.URL+"/v1/chat/completions", "sk-admin-bob", m1Chat)
+	for i := 0; i < 5; i++ {
+		getAdmin(t, base, testAliceKey)
+	}
+	var ans adminEventsAnswer
+	_, _, body = getAdmin(t, base+"?limit=1", testAliceKey)
+	if err := json.Unmarshal([]byte(body), &ans); err != nil || len(ans.Events) != 1 || ans.Events[0].Kind != eventRateLimit ||
+		ans.Events[0].User != "bob" || ans.Events[0].Group != "tight" || ans.Replica == "" || ans.Source != "replica" {
+		t.Fatalf("events: %s (%v)", body, err)
+	}
+	for _, bad := range []string{"0", "201", "x", "1.5"} {
+		if status, _, body := getAdmin(t, base+"?limit="+bad, testAliceKey); status != 400 || !strings.Contains(body, "limit") {
+			t.Fatalf("limit=%s: %d %s", bad, status, body)
+		}
+	}
+	if status, _, _ := do(t, "POST", base, testAliceKey, "{}"); status != 405 {
+		t.Fatalf("POST: %d", status)
+	}
+	if status, _, _ := getAdmin(t, srv.URL+"/admin/api/nothing", testAliceKey); status != 404 {
+		t.Fatalf("unknown admin route: %d", status)
+	}
+	// The page needs no key and carries no data.
+	status, h, body = getAdmin(t, srv.URL+"/admin", "")
+	if status != 200 || !strings.HasPrefix(h.Get("Content-Type"), "text/html") || h.Get("Content-Security-Policy") != adminCSP || !strings.Contains(body, "/admin/api/") {
+		t.Fatalf("GET /admin: %d %v %s", status, h, body)
+	}
+}
+
+// With Redis the route reads the shared list; with Redis down it falls
+// back to the ring, degraded.
+func TestAdminEventsRedis(t *testing.T) {
+	up := newRoutedUpstream(t)
+	addr := redistest.Start(t)
+	srv, _ := newTestGateway(t, adminConfig(up.URL, `"admin": {"enabled": true}, "redis": {"address": "`+addr+`"},`), nil)
+	do(t, "POST", srv.URL+"/v1/chat/completions", "sk-admin-bob", m1Chat)
+	do(t, "POST", srv.URL+"/v1/chat/completions", "sk-admin-bob", m1Chat)
+	var ans adminEventsAnswer
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		_, _, body := getAdmin(t, srv.URL+"/admin/api/events", testAliceKey)
+		ans = adminEventsAnswer{}
+		if err := json.Unmarshal([]byte(body), &ans); err != nil {
+			t.Fatal(err)
+		}
+		if len(ans.Events) == 1 {
+			break
+		}
+	}
+	if ans.Source != "redis" || ans.Degraded || len(ans.Events) != 1 || ans.Events[0].Kind != eventRateLimit {
+		t.Fatalf("from Redis: %+v", ans)
+	}
+	down, _ := newTestGateway(t, adminConfig(up.URL, `"admin": {"enabled": true}, "redis": {"address": "127.0.0.1:1"},`), nil)
+	_, _, body := getAdmin(t, down.URL+"/admin/api/events", testAliceKey)
+	ans = adminEventsAnswer{}
+	if err := json.Unmarshal([]byte(body), &ans); err != nil || ans.Source != "replica" || !ans.Degraded || ans.Events == nil {
+		t.Fatalf("Redis down: %s", body)
+	}
+}

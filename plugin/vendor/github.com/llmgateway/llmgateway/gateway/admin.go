@@ -1,0 +1,142 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
+)
+
+// The admin routes (admin.enabled; not registered otherwise): GET /admin
+// (a placeholder page until the dashboard lands, unauthenticated: it
+// carries no data) and the read-only JSON API under /admin/api/, gated
+// as one: no valid key is a 401, a non-admin key a 403. Admin traffic
+// never calls the limiter. Every admin response carries
+// X-Content-Type-Options: nosniff and adminCSP; the JSON routes also
+// Cache-Control: no-store. Built so far: events. The other routes of
+// the seed's API answer 404 until they are.
+
+// adminCSP is the one Content-Security-Policy of every admin response.
+const adminCSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+
+// adminPlaceholder is GET /admin until the dashboard is built.
+const adminPlaceholder = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>llmgateway admin</title></head>
+<body><h1>llmgateway admin</h1><p>The dashboard is not built yet. The read-only JSON API is under <code>/admin/api/</code> (an admin key in <code>x-api-key</code> or <code>Authorization: Bearer</code>).</p></body></html>
+`
+
+// isAdminPath reports whether p is under the admin routes.
+func isAdminPath(p string) bool {
+	return p == "/admin" || strings.HasPrefix(p, "/admin/")
+}
+
+// serveAdmin answers every admin path.
+func (g *Gateway) serveAdmin(w http.ResponseWriter, r *http.Request) {
+	tr := startTrace(w, r)
+	h := w.Header()
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", adminCSP)
+	p := r.URL.Path
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		h.Set("Allow", "GET, HEAD")
+		defaultFormat.writeError(w, errMethodNotAllowed(r.Method, p, http.MethodGet))
+		return
+	}
+	if p == "/admin" || p == "/admin/" {
+		h.Set("Content-Type", "text/html; charset=utf-8")
+		h.Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusOK)
+		if r.Method != http.MethodHead {
+			_, _ = w.Write([]byte(adminPlaceholder))
+		}
+		return
+	}
+	if !strings.HasPrefix(p, "/admin/api/") {
+		notFoundTraced(w, r)
+		return
+	}
+	h.Set("Cache-Control", "no-store")
+	user, e := authenticate(g, r, tr)
+	if e != nil {
+		defaultFormat.writeError(w, e)
+		return
+	}
+	if !user.admin {
+		defaultFormat.writeError(w, apierr.New(http.StatusForbidden, "permission_error", "admin_required", "the admin API needs an admin key"))
+		return
+	}
+	switch p {
+	case "/admin/api/events":
+		g.serveAdminEvents(w, r)
+		return
+	}
+	notFoundTraced(w, r)
+}
+
+// notFoundTraced is notFound for a request whose ids are already set.
+func notFoundTraced(w http.ResponseWriter, r *http.Request) {
+	defaultFormat.writeError(w, errRouteNotFound(r.Method, r.URL.Path))
+}
+
+// adminEventsAnswer is the events route's answer.
+type adminEventsAnswer struct {
+	Events   []gatewayEvent `json:"events"`
+	Source   string         `json:"source"`
+	Replica  string         `json:"replica"`
+	Capacity int            `json:"capacity"`
+	Degraded bool           `json:"degraded"`
+}
+
+// serveAdminEvents is GET /admin/api/events?limit=N (1-200, default 50):
+// the newest events, from the shared Redis list when Redis is configured
+// and answers (source "redis"), else this replica's ring (source
+// "replica"; degraded when Redis is configured but down or failed).
+func (g *Gateway) serveAdminEvents(w http.ResponseWriter, r *http.Request) {
+	limit := 50
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > eventRingSize {
+			defaultFormat.writeError(w, apierr.New(http.StatusBadRequest, "invalid_request_error", "invalid_parameter",
+				"limit: "+strconv.Quote(v)+" must be an integer from 1 to "+strconv.Itoa(eventRingSize)))
+			return
+		}
+		limit = n
+	}
+	f := g.events
+	out := adminEventsAnswer{Source: "replica", Replica: f.replica, Capacity: eventRingSize}
+	if f.shared != nil {
+		if events, err := listEvents(r.Context(), f.shared, limit); err == nil {
+			out.Events, out.Source = events, "redis"
+		} else {
+			out.Degraded = true
+		}
+	}
+	if out.Source == "replica" {
+		out.Events = f.recent(limit)
+	}
+	if out.Events == nil {
+		out.Events = []gatewayEvent{}
+	}
+	data, _ := json.Marshal(out)
+	writeJSONResponse(w, http.StatusOK, data)
+}
+
+// listEvents reads the newest n shared events; an entry that does not
+// decode is skipped.
+func listEvents(ctx context.Context, l eventStore, n int) ([]gatewayEvent, error) {
+	raw, err := l.ListRange(ctx, eventsKey, n)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]gatewayEvent, 0, len(raw))
+	for i := 0; i < len(raw); i++ {
+		var e gatewayEvent
+		if json.Unmarshal([]byte(raw[i]), &e) == nil {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
