@@ -184,16 +184,28 @@ func (s *Guarded) ListRange(ctx context.Context, key string, n int) ([]string, e
 	if !isLister {
 		return nil, errors.New("store: no ListRange")
 	}
+	var v []string
+	err := s.guard(ctx, func(opCtx context.Context) error {
+		var err error
+		v, err = lr.ListRange(opCtx, key, n)
+		return err
+	})
+	return v, err
+}
+
+// guard runs a rarely used operation under the guard (the request path's
+// operations inline the same steps: a closure costs more under Yaegi).
+func (s *Guarded) guard(ctx context.Context, op func(opCtx context.Context) error) error {
 	ok, probe := s.begin()
 	if !ok {
-		return nil, errCoolingDown
+		return errCoolingDown
 	}
 	opCtx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	started := s.now()
-	v, err := lr.ListRange(opCtx, key, n)
+	err := op(opCtx)
 	s.end(ctx, opCtx, err, probe, started)
-	return v, err
+	return err
 }
 
 // SwapBlob is the inner SwapBlob under the guard (the inner store must
@@ -203,15 +215,12 @@ func (s *Guarded) SwapBlob(ctx context.Context, key string, old, value []byte, t
 	if !isSwapper {
 		return nil, errors.New("store: no SwapBlob")
 	}
-	ok, probe := s.begin()
-	if !ok {
-		return nil, errCoolingDown
-	}
-	opCtx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	started := s.now()
-	v, err := sw.SwapBlob(opCtx, key, old, value, ttl)
-	s.end(ctx, opCtx, err, probe, started)
+	var v []byte
+	err := s.guard(ctx, func(opCtx context.Context) error {
+		var err error
+		v, err = sw.SwapBlob(opCtx, key, old, value, ttl)
+		return err
+	})
 	return v, err
 }
 
