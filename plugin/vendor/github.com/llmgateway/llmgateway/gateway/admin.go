@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"strconv"
+	"net/url"
 	"strings"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
@@ -68,12 +68,27 @@ func (g *Gateway) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		defaultFormat.writeError(w, apierr.New(http.StatusForbidden, "permission_error", "admin_required", "the admin API needs an admin key"))
 		return
 	}
-	switch p {
-	case "/admin/api/events":
-		g.serveAdminEvents(w, r)
+	answer, e := g.adminAnswer(strings.TrimPrefix(p, "/admin/api/"), r)
+	if e != nil {
+		defaultFormat.writeError(w, e)
 		return
 	}
-	notFoundTraced(w, r)
+	data, err := json.Marshal(answer)
+	if err != nil {
+		defaultFormat.writeError(w, apierr.New(http.StatusInternalServerError, "api_error", "internal_error", "the answer could not be encoded"))
+		return
+	}
+	writeJSONResponse(w, http.StatusOK, data)
+}
+
+// adminAnswer is the answer of the JSON route under /admin/api/.
+func (g *Gateway) adminAnswer(route string, r *http.Request) (interface{}, *apiError) {
+	q := r.URL.Query()
+	switch route {
+	case "events":
+		return g.adminEvents(r.Context(), q)
+	}
+	return nil, errRouteNotFound(r.Method, r.URL.Path)
 }
 
 // notFoundTraced is notFound for a request whose ids are already set.
@@ -94,21 +109,15 @@ type adminEventsAnswer struct {
 // the newest events, from the shared Redis list when Redis is configured
 // and answers (source "redis"), else this replica's ring (source
 // "replica"; degraded when Redis is configured but down or failed).
-func (g *Gateway) serveAdminEvents(w http.ResponseWriter, r *http.Request) {
-	limit := 50
-	if v := r.URL.Query().Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > eventRingSize {
-			defaultFormat.writeError(w, apierr.New(http.StatusBadRequest, "invalid_request_error", "invalid_parameter",
-				"limit: "+strconv.Quote(v)+" must be an integer from 1 to "+strconv.Itoa(eventRingSize)))
-			return
-		}
-		limit = n
+func (g *Gateway) adminEvents(ctx context.Context, q url.Values) (interface{}, *apiError) {
+	limit, e := queryInt(q, "limit", 50, 1, eventRingSize)
+	if e != nil {
+		return nil, e
 	}
 	f := g.events
 	out := adminEventsAnswer{Source: "replica", Replica: f.replica, Capacity: eventRingSize}
 	if f.shared != nil {
-		if events, err := listEvents(r.Context(), f.shared, limit); err == nil {
+		if events, err := listEvents(ctx, f.shared, limit); err == nil {
 			out.Events, out.Source = events, "redis"
 		} else {
 			out.Degraded = true
@@ -120,8 +129,7 @@ func (g *Gateway) serveAdminEvents(w http.ResponseWriter, r *http.Request) {
 	if out.Events == nil {
 		out.Events = []gatewayEvent{}
 	}
-	data, _ := json.Marshal(out)
-	writeJSONResponse(w, http.StatusOK, data)
+	return out, nil
 }
 
 // listEvents reads the newest n shared events; an entry that does not

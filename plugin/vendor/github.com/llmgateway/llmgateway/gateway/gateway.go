@@ -85,7 +85,7 @@ func New(next http.Handler, cfg *Config, opts Options) (*Gateway, error) {
 		keepaliveEvery: keepaliveEvery,
 	}
 	for i := 0; i < len(compiled.warnings); i++ {
-		log.warnf("%s", compiled.warnings[i])
+		warnings.warnf("%s", compiled.warnings[i])
 	}
 	g.pricer = newPricer(compiled.pricing, compiled.modelMeta, warnings)
 	var counters store.Counter = inProcessStore(opts, "limits")
@@ -133,6 +133,7 @@ func New(next http.Handler, cfg *Config, opts Options) (*Gateway, error) {
 	g.discovery.onChange = func() { g.rebuildRegistry() }
 	g.discovery.warmFill()
 	g.rebuildRegistry()
+	warnings.seal()
 	log.infof("ready: %d providers, %d groups, %d users", len(compiled.providers), len(compiled.groups), len(compiled.users))
 	reportLoaded()
 	return g, nil

@@ -18,6 +18,26 @@ type warningLog struct {
 	items   []string
 	dropped int
 	once    map[string]bool
+	// sealed: construction is over; later warnings are only logged (the
+	// admin API reports construction warnings only).
+	sealed bool
+}
+
+// seal ends the collection (New calls it as it returns).
+func (w *warningLog) seal() {
+	w.mu.Lock()
+	w.sealed = true
+	w.mu.Unlock()
+}
+
+// collected is a copy of the kept warnings (never nil) and the count
+// dropped past maxWarnings.
+func (w *warningLog) collected() ([]string, int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]string, len(w.items))
+	copy(out, w.items)
+	return out, w.dropped
 }
 
 // warnOnce is warnf, at most once per key over the gateway's lifetime.
@@ -40,6 +60,9 @@ func (w *warningLog) warnf(format string, args ...interface{}) {
 	w.log.warnf("%s", msg)
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.sealed {
+		return
+	}
 	if len(w.items) >= maxWarnings {
 		w.dropped++
 		return
