@@ -440,9 +440,12 @@ func TestLimitsOverHTTP(t *testing.T) {
 	g.limiter.async.wait()
 	_, rej, _ := g.limiter.counters.Apply(context.Background(), nil, []string{
 		counterKey("group", "eng", "rej", dayWindow, now), counterKey("total", "all", "rej", dayWindow, now),
-		"llmgw:prov:mock:attempt:min:" + minuteWindow.bucket(now), "llmgw:provmodel:mock/m1:fail:day:" + dayWindow.bucket(now)})
-	if rej[0] != 1 || rej[1] != 2 || rej[2] != 4 || rej[3] != 0 {
-		t.Fatalf("rejections/success counters = %v, want [1 2 4 0]", rej)
+		"llmgw:prov:mock:attempt:min:" + minuteWindow.bucket(now), "llmgw:provmodel:mock/m1:fail:day:" + dayWindow.bucket(now),
+		counterKey("user", "alice", "rej", dayWindow, now), counterKey("user", "bob", "rej", hourWindow, now)})
+	// A refusal counts in every scope of the request (user, groups,
+	// total), whichever scope refused it.
+	if rej[0] != 1 || rej[1] != 2 || rej[2] != 4 || rej[3] != 0 || rej[4] != 1 || rej[5] != 1 {
+		t.Fatalf("rejections/success counters = %v, want [1 2 4 0 1 1]", rej)
 	}
 }
 

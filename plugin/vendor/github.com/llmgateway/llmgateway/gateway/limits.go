@@ -495,17 +495,16 @@ func errLimitExceeded(s *limitScope, limit string, value int64, w *window, now t
 	return e
 }
 
-// countRejection counts a refusal for the refusing scope and for total.
+// countRejection counts a refusal in every scope of the request (the
+// user's, each group's and total's rej counters: the admin usage rows),
+// and for the refusing scope and total in /metrics.
 // It runs on the request goroutine (one more round trip, paid only by
 // refused requests) so that a burst of refusals is counted exactly.
 func (l *limiter) countRejection(ctx context.Context, scopes []limitScope, refused int, now time.Time) {
 	b := bucketsAt(now)
 	var incrs []store.Incr
 	for i := 0; i < len(scopes); i++ {
-		if i != refused && scopes[i].kind != "total" {
-			continue
-		}
-		if l.metrics != nil {
+		if l.metrics != nil && (i == refused || scopes[i].kind == "total") {
 			countMetricsRejection(l.metrics, &scopes[i])
 		}
 		for j := 0; j < len(countedWindows); j++ {

@@ -33,7 +33,8 @@ import (
 //
 //	llmgw:{user|group|total}:{id}:{req|tokin|tokout|cost|rej}:{min|hour|day|month}:{b}
 //	    the limits' own counters (limits.go), written with or without
-//	    admin; rej is the rejection round trip's.
+//	    admin; rej is the rejection round trip's, counted in every scope of
+//	    the refused request (user, each group, total).
 //	llmgw:{user|group|total}:{id}:seen
 //	    unix seconds of the scope's latest admitted request (SET, last
 //	    write wins), TTL 400 d. One key per scope.
