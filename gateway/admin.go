@@ -11,8 +11,8 @@ import (
 )
 
 // The admin routes (admin.enabled; not registered otherwise): GET /admin
-// (a placeholder page until the dashboard lands, unauthenticated: it
-// carries no data) and the read-only JSON API under /admin/api/, gated
+// and its hashed assets (admin_assets.go; unauthenticated: they carry no
+// data) and the read-only JSON API under /admin/api/, gated
 // as one: no valid key is a 401, a non-admin key a 403. Admin traffic
 // never calls the limiter. Every admin response carries
 // X-Content-Type-Options: nosniff and adminCSP; the JSON routes also
@@ -21,12 +21,6 @@ import (
 
 // adminCSP is the one Content-Security-Policy of every admin response.
 const adminCSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
-
-// adminPlaceholder is GET /admin until the dashboard is built.
-const adminPlaceholder = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>llmgateway admin</title></head>
-<body><h1>llmgateway admin</h1><p>The dashboard is not built yet. The read-only JSON API is under <code>/admin/api/</code> (an admin key in <code>x-api-key</code> or <code>Authorization: Bearer</code>).</p></body></html>
-`
 
 // isAdminPath reports whether p is under the admin routes.
 func isAdminPath(p string) bool {
@@ -45,13 +39,7 @@ func (g *Gateway) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		defaultFormat.writeError(w, errMethodNotAllowed(r.Method, p, http.MethodGet))
 		return
 	}
-	if p == "/admin" || p == "/admin/" {
-		h.Set("Content-Type", "text/html; charset=utf-8")
-		h.Set("Cache-Control", "no-store")
-		w.WriteHeader(http.StatusOK)
-		if r.Method != http.MethodHead {
-			_, _ = w.Write([]byte(adminPlaceholder))
-		}
+	if serveAdminStatic(w, r) {
 		return
 	}
 	if !strings.HasPrefix(p, "/admin/api/") {

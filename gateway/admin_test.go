@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -106,5 +108,47 @@ func TestAdminEventsRedis(t *testing.T) {
 	ans = adminEventsAnswer{}
 	if err := json.Unmarshal([]byte(body), &ans); err != nil || ans.Source != "replica" || !ans.Degraded || ans.Events == nil {
 		t.Fatalf("Redis down: %s", body)
+	}
+}
+
+// The page names its stylesheet by content hash; the asset is served
+// without a key, immutable; an unknown asset is the 404 envelope. Every
+// response carries the CSP and nosniff.
+func TestAdminAssets(t *testing.T) {
+	up := newRoutedUpstream(t)
+	srv, _ := newTestGateway(t, adminConfig(up.URL, `"admin": {"enabled": true},`), nil)
+	status, _, page := getAdmin(t, srv.URL+"/admin", "")
+	i := strings.Index(page, "/admin/assets/")
+	if status != 200 || i < 0 {
+		t.Fatalf("GET /admin: %d %s", status, page)
+	}
+	name := page[i+len("/admin/assets/"):]
+	name = name[:strings.IndexByte(name, '"')]
+	sum := sha256.Sum256([]byte(adminAssetCSS))
+	if name != "admin-"+hex.EncodeToString(sum[:6])+".css" {
+		t.Fatalf("asset name %q does not carry the content hash", name)
+	}
+	status, h, body := getAdmin(t, srv.URL+"/admin/assets/"+name, "")
+	if status != 200 || body != adminAssetCSS || h.Get("Cache-Control") != "public, max-age=31536000, immutable" ||
+		!strings.HasPrefix(h.Get("Content-Type"), "text/css") || h.Get("X-Content-Type-Options") != "nosniff" || h.Get("Content-Security-Policy") != adminCSP {
+		t.Fatalf("asset: %d %v %q", status, h, body)
+	}
+	status, h, body = getAdmin(t, srv.URL+"/admin/assets/admin-000000000000.css", "")
+	if status != 404 || !strings.Contains(body, `"not_found"`) || h.Get("Content-Security-Policy") != adminCSP || h.Get("X-Content-Type-Options") != "nosniff" {
+		t.Fatalf("unknown asset: %d %v %s", status, h, body)
+	}
+	req, _ := http.NewRequest(http.MethodHead, srv.URL+"/admin/assets/"+name, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Cache-Control") == "" {
+		t.Fatalf("HEAD asset: %d %v", resp.StatusCode, resp.Header)
+	}
+	// Disabled: not registered.
+	off, _ := newTestGateway(t, adminConfig(up.URL, ``), nil)
+	if status, _, _ := getAdmin(t, off.URL+"/admin/assets/"+name, ""); status != 404 {
+		t.Fatalf("admin off: asset answered %d", status)
 	}
 }
