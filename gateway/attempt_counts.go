@@ -163,10 +163,10 @@ func (m *attemptMinute) appendIncrs(incrs []store.Incr, windows []*window) []sto
 			attempts += c.attempts
 			fails += c.fails
 			if model != "" {
-				incrs = appendHealthIncrs(incrs, "llmgw:provmodel:"+provider+"/"+model+":", c.attempts, c.fails, m.at, windows)
+				incrs = appendHealthIncrs(incrs, provModelStatsPrefix(provider+"/"+model), c.attempts, c.fails, m.at, windows)
 			}
 		}
-		incrs = appendHealthIncrs(incrs, "llmgw:prov:"+provider+":", attempts, fails, m.at, windows)
+		incrs = appendHealthIncrs(incrs, provStatsPrefix(provider), attempts, fails, m.at, windows)
 	}
 	return incrs
 }

@@ -368,12 +368,12 @@ func readStoreFigures(g *Gateway, ctx context.Context, pairs []string) *storeFig
 	}
 	f.provAt = len(keys)
 	for i := 0; i < len(f.providers); i++ {
-		p := "llmgw:prov:" + f.providers[i] + ":"
+		p := provStatsPrefix(f.providers[i])
 		keys = append(keys, p+"attempt:day:"+day, p+"fail:day:"+day)
 	}
 	f.pairAt = len(keys)
 	for i := 0; i < len(pairs); i++ {
-		p := "llmgw:provmodel:" + pairs[i] + ":"
+		p := provModelStatsPrefix(pairs[i])
 		keys = append(keys, p+"attempt:day:"+day, p+"fail:day:"+day)
 	}
 	ctx, cancel := context.WithTimeout(ctx, metricsReadTimeout)

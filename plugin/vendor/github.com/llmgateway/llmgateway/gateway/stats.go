@@ -198,7 +198,7 @@ func (w *statsWriter) provPrefix(provider string) *statsPrefix {
 	if v, ok := w.provs.Load(provider); ok {
 		return v.(*statsPrefix)
 	}
-	v, _ := w.provs.LoadOrStore(provider, &statsPrefix{prefix: "llmgw:prov:" + statsID(provider) + ":"})
+	v, _ := w.provs.LoadOrStore(provider, &statsPrefix{prefix: provStatsPrefix(provider)})
 	return v.(*statsPrefix)
 }
 
