@@ -75,6 +75,12 @@ func (g *Gateway) adminAnswer(route string, r *http.Request) (interface{}, *apiE
 	switch route {
 	case "events":
 		return g.adminEvents(r.Context(), q)
+	case "usage/models":
+		return g.adminUsageModels(r.Context(), q)
+	case "usage/totals":
+		return g.adminUsageTotals(r.Context(), q)
+	case "performance":
+		return g.adminPerformance(r.Context(), q)
 	}
 	return nil, errRouteNotFound(r.Method, r.URL.Path)
 }
