@@ -25,11 +25,14 @@ func maskJSON(t *testing.T, data []byte, keys ...string) []byte {
 		mask[keys[i]] = true
 	}
 	v = maskValue(v, mask)
-	out, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
 		t.Fatal(err)
 	}
-	return append(out, '\n')
+	return out.Bytes()
 }
 
 func maskValue(v interface{}, mask map[string]bool) interface{} {
