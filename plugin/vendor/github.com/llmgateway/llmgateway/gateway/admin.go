@@ -87,6 +87,14 @@ func (g *Gateway) adminAnswer(route string, r *http.Request) (interface{}, *apiE
 	switch route {
 	case "events":
 		return g.adminEvents(r.Context(), q)
+	case "overview":
+		return g.adminOverview(r.Context())
+	case "usage":
+		return g.adminUsage(r.Context())
+	case "catalog":
+		return g.adminCatalog()
+	case "consumers":
+		return g.adminConsumers()
 	}
 	return nil, errRouteNotFound(r.Method, r.URL.Path)
 }
