@@ -81,6 +81,14 @@ func (g *Gateway) adminAnswer(route string, r *http.Request) (interface{}, *apiE
 		return g.adminUsageTotals(r.Context(), q)
 	case "performance":
 		return g.adminPerformance(r.Context(), q)
+	case "overview":
+		return g.adminOverview(r.Context())
+	case "usage":
+		return g.adminUsage(r.Context())
+	case "catalog":
+		return g.adminCatalog()
+	case "consumers":
+		return g.adminConsumers()
 	}
 	return nil, errRouteNotFound(r.Method, r.URL.Path)
 }

@@ -34,6 +34,7 @@ type discoveryState struct {
 	refreshing  bool
 	completed   int // finished refreshes, to let the cold-start retry skip
 	breaker     *circuitBreaker
+	lastSuccess time.Time // when a refresh last succeeded (zero: never); the admin overview's lastRefresh
 }
 
 // discoverer runs model discovery: a synchronous warm fill in New, then
@@ -201,6 +202,7 @@ func (d *discoverer) run(s *discoveryState, timeout time.Duration) bool {
 	switch {
 	case err == nil:
 		s.breaker.success()
+		s.lastSuccess = d.now()
 		changed = !equalStrings(s.models, models) || !equalContexts(s.contexts, contexts)
 		s.models = models
 		if contexts != nil || s.provider.metadataPath == "" {
