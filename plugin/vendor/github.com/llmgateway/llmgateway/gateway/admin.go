@@ -87,6 +87,12 @@ func (g *Gateway) adminAnswer(route string, r *http.Request) (interface{}, *apiE
 	switch route {
 	case "events":
 		return g.adminEvents(r.Context(), q)
+	case "config":
+		return g.adminConfig()
+	case "usage/history":
+		return g.adminHistory(r.Context(), q)
+	case "usage/series":
+		return g.adminSeries(r.Context(), q)
 	}
 	return nil, errRouteNotFound(r.Method, r.URL.Path)
 }
