@@ -16,8 +16,12 @@ import (
 // as one: no valid key is a 401, a non-admin key a 403. Admin traffic
 // never calls the limiter. Every admin response carries
 // X-Content-Type-Options: nosniff and adminCSP; the JSON routes also
-// Cache-Control: no-store. Built so far: events. The other routes of
-// the seed's API answer 404 until they are.
+// Cache-Control: no-store. The routes: overview, usage, catalog,
+// consumers (admin_overview.go, admin_catalog.go), config
+// (admin_config.go), usage/history and usage/series (admin_history.go),
+// usage/models (admin_models.go), usage/totals (admin_totals.go),
+// performance (admin_perf.go) and events (here). The seed's targets
+// route comes with MCP/A2A.
 
 // adminCSP is the one Content-Security-Policy of every admin response.
 const adminCSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
@@ -89,6 +93,12 @@ func (g *Gateway) adminAnswer(route string, r *http.Request) (interface{}, *apiE
 		return g.adminCatalog()
 	case "consumers":
 		return g.adminConsumers()
+	case "config":
+		return g.adminConfig()
+	case "usage/history":
+		return g.adminHistory(r.Context(), q)
+	case "usage/series":
+		return g.adminSeries(r.Context(), q)
 	}
 	return nil, errRouteNotFound(r.Method, r.URL.Path)
 }

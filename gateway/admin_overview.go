@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -200,7 +199,7 @@ func overviewCounterKeys(r *modelRegistry, now time.Time) []string {
 // overviewProvider is a provider's entry without its counters.
 func (g *Gateway) overviewProvider(r *modelRegistry, p *providerRuntime) adminProvider {
 	ids := r.models[p.name]
-	out := adminProvider{Name: p.name, Type: p.kind, BaseURL: displayURL(p.baseURL), ModelCount: len(ids),
+	out := adminProvider{Name: p.name, Type: p.kind, BaseURL: stripURLSecrets(p.baseURL), ModelCount: len(ids),
 		DiscoveryEnabled: p.discoveryInterval > 0, ModelMeta: make(map[string]adminModelMeta, len(ids))}
 	out.LastRefresh, out.HealthState, out.OpenUntil = g.discovery.health(p.name)
 	for j := 0; j < len(ids); j++ {
@@ -271,21 +270,6 @@ func adminAliasTable(r *modelRegistry) []adminAlias {
 		out = append(out, a)
 	}
 	return out
-}
-
-// displayURL is raw without its userinfo, query and fragment (what the
-// admin answers may echo of a configured URL); "" when it does not parse.
-func displayURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return ""
-	}
-	u.User = nil
-	u.RawQuery = ""
-	u.ForceQuery = false
-	u.Fragment = ""
-	u.RawFragment = ""
-	return u.String()
 }
 
 // overviewGroups is every configured group, by name, with its active

@@ -51,6 +51,9 @@ type Gateway struct {
 	failoverLog failoverLog
 	router      *router
 	events      *eventFeed
+	// configView is the redacted Config GET /admin/api/config answers
+	// (admin_config.go), taken in New; nil with admin off.
+	configView map[string]interface{}
 	// keepaliveEvery is the silence after which a translated stream gets
 	// its format's keepalive event (keepaliveEvery; tests shorten it).
 	keepaliveEvery time.Duration
@@ -133,6 +136,9 @@ func New(next http.Handler, cfg *Config, opts Options) (*Gateway, error) {
 	g.discovery.onChange = func() { g.rebuildRegistry() }
 	g.discovery.warmFill()
 	g.rebuildRegistry()
+	if compiled.admin.enabled {
+		g.configView = captureConfigView(cfg, warnings)
+	}
 	warnings.seal()
 	log.infof("ready: %d providers, %d groups, %d users", len(compiled.providers), len(compiled.groups), len(compiled.users))
 	reportLoaded()
