@@ -154,10 +154,23 @@ func gatewayConfig(upstreamURL string) map[string]interface{} {
 		},
 		"users": map[string]interface{}{
 			"inline": []interface{}{
-				map[string]interface{}{"name": "alice", "group": "default", "apiKey": userKey},
+				map[string]interface{}{"name": "alice", "group": "default", "apiKey": userKey, "admin": true},
 			},
 		},
+		"admin": map[string]interface{}{"enabled": true, "stats": map[string]interface{}{"userModel": true, "latency": true}},
 	}
+}
+
+// adminRoutes is one valid request of every admin JSON route.
+var adminRoutes = []string{
+	"overview", "usage", "catalog", "consumers", "config", "events?limit=5",
+	"usage/history?scope=total&metric=req&window=day",
+	"usage/series?scope=total&scope=user:alice&metric=req&window=hour&span=3",
+	"usage/models?metric=req&window=day&detail=1",
+	"usage/totals?kind=user&window=day",
+	"usage/totals?kind=usermodel&user=alice&window=day",
+	"performance?kind=provider&window=day",
+	"performance?kind=model&window=hour",
 }
 
 // nextHandler is the handler wrapped by the middleware; scenarios assert
@@ -308,6 +321,23 @@ func runGatewayScenarios(t *testing.T, front string, up *fixtureUpstream, next *
 
 	t.Run("stream is incremental", func(t *testing.T) {
 		runStreamScenario(t, c, up)
+	})
+
+	t.Run("admin", func(t *testing.T) {
+		resp, body := c.do(t, http.MethodGet, "/admin", nil, nil)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "body: %s", body)
+		assert.Contains(t, string(body), "/admin/assets/")
+		for _, route := range adminRoutes {
+			resp, body := c.do(t, http.MethodGet, "/admin/api/"+route, nil, bearer(userKey))
+			require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", route, body)
+			assert.Equal(t, "no-store", resp.Header.Get("Cache-Control"), route)
+			assert.True(t, json.Valid(body), "%s: %s", route, body)
+		}
+		// The chat above is counted and readable (admin reads never are).
+		_, body = c.do(t, http.MethodGet, "/admin/api/usage/models?metric=req&window=day", nil, bearer(userKey))
+		assert.Contains(t, string(body), `"id":"mock/`+upstreamModel+`"`)
+		resp, body = c.do(t, http.MethodGet, "/admin/api/usage", nil, nil)
+		assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "%s", body)
 	})
 
 	if next != nil {
