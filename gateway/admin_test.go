@@ -152,3 +152,60 @@ func TestAdminAssets(t *testing.T) {
 		t.Fatalf("admin off: asset answered %d", status)
 	}
 }
+
+// adminRouteSamples is one valid request of every admin JSON route.
+var adminRouteSamples = []string{
+	"overview", "usage", "catalog", "consumers", "config", "events",
+	"usage/history?scope=total&metric=req&window=day",
+	"usage/series?scope=total&scope=user:alice&metric=tokin&window=hour&span=3",
+	"usage/models?metric=req&window=day&detail=1",
+	"usage/totals?kind=user",
+	"usage/totals?kind=usermodel&user=alice",
+	"performance?kind=provider&window=day",
+	"performance?kind=model&window=hour",
+}
+
+// Every admin JSON route: the gate (401, 403), the headers (nosniff,
+// CSP, no-store, a request id), and never counted: an admin whose limit
+// is one request a minute polls every route twice, and the next chat is
+// still the first request of the minute.
+func TestAdminEveryRoute(t *testing.T) {
+	up := newRoutedUpstream(t)
+	cfg := adminConfig(up.URL, `"admin": {"enabled": true, "stats": {"userModel": true, "latency": true}},`)
+	cfg = strings.Replace(cfg, `"admin": true}`, `"admin": true, "limits": {"requestsPerMinute": 1}}`, 1)
+	srv, _ := newTestGateway(t, cfg, nil)
+	for _, route := range adminRouteSamples {
+		url := srv.URL + "/admin/api/" + route
+		for _, c := range []struct {
+			key    string
+			status int
+		}{{"", 401}, {"sk-admin-bob", 403}, {testAliceKey, 200}, {testAliceKey, 200}} {
+			status, h, body := getAdmin(t, url, c.key)
+			if status != c.status || h.Get("X-Content-Type-Options") != "nosniff" || h.Get("Content-Security-Policy") != adminCSP ||
+				h.Get("Cache-Control") != "no-store" || h.Get("X-Request-Id") == "" {
+				t.Fatalf("%s with key %q: %d %v %s", route, c.key, status, h, body)
+			}
+			if status == 200 && !json.Valid([]byte(body)) {
+				t.Fatalf("%s: not JSON: %s", route, body)
+			}
+		}
+	}
+	if status, _, body := do(t, "POST", srv.URL+"/v1/chat/completions", testAliceKey, m1Chat); status != 200 {
+		t.Fatalf("alice's first counted request: %d %s (admin reads were counted)", status, body)
+	}
+	_, _, body := getAdmin(t, srv.URL+"/admin/api/usage", testAliceKey)
+	var u struct {
+		Users []struct {
+			Name              string `json:"name"`
+			RequestsPerMinute int64  `json:"requestsPerMinute"`
+		} `json:"users"`
+	}
+	if err := json.Unmarshal([]byte(body), &u); err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range u.Users {
+		if row.Name == "alice" && row.RequestsPerMinute != 1 {
+			t.Fatalf("alice's requestsPerMinute = %d, want 1 (the chat only): %s", row.RequestsPerMinute, body)
+		}
+	}
+}

@@ -1,6 +1,9 @@
 package gateway
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -20,7 +23,22 @@ const (
 	leakUserFile        = "sk-LEAK-user-file-3c3c"
 )
 
-var leakSecrets = []string{leakProviderLiteral, leakProviderEnv, leakProviderFile, leakUserLiteral, leakUserEnv, leakUserFile}
+// leakSecrets are the keys and the forms of the user keys' SHA-256
+// digests (what the gateway holds instead of a user key).
+var leakSecrets = withDigests([]string{leakProviderLiteral, leakProviderEnv, leakProviderFile, leakUserLiteral, leakUserEnv, leakUserFile},
+	leakUserLiteral, leakUserEnv, leakUserFile)
+
+// withDigests is secrets plus the hex and base64 forms of the SHA-256 of
+// each of keys.
+func withDigests(secrets []string, keys ...string) []string {
+	for i := 0; i < len(keys); i++ {
+		sum := sha256.Sum256([]byte(keys[i]))
+		secrets = append(secrets, hex.EncodeToString(sum[:]), strings.ToUpper(hex.EncodeToString(sum[:])),
+			base64.StdEncoding.EncodeToString(sum[:]), base64.RawStdEncoding.EncodeToString(sum[:]),
+			base64.URLEncoding.EncodeToString(sum[:]), base64.RawURLEncoding.EncodeToString(sum[:]))
+	}
+	return secrets
+}
 
 // echoCredentials answers 500 with every credential header it received,
 // the way a careless provider error page might.
@@ -176,6 +194,38 @@ func TestSecretsNeverLeakPassthroughEcho(t *testing.T) {
 		{"anthropic_file_key_echo", testRequest{path: "/fil/v1/messages", body: `{"model":"claude"}`, headers: map[string]string{"X-Api-Key": leakUserFile}}, 500},
 	}
 	runLeakCases(t, srv.URL, logs, cases)
+}
+
+// The admin API and /metrics, after traffic of every secret form, carry
+// no key and no digest; the config view keeps the env:/file: references.
+func TestSecretsNeverLeakAdmin(t *testing.T) {
+	up := leakUpstream(t)
+	cfg := withTop(leakFixture(t, up.URL), `"admin": {"enabled": true, "stats": {"userModel": true, "latency": true}}, "metrics": {"enabled": true},`)
+	cfg = strings.Replace(cfg, `"apiKey": "`+leakUserLiteral+`"`, `"apiKey": "`+leakUserLiteral+`", "admin": true`, 1)
+	srv, logs := newTestGateway(t, cfg, nil)
+	traffic := []leakCase{
+		{"chat", testRequest{path: "/v1/chat/completions", body: `{"model":"m-ok"}`, headers: bearer(leakUserLiteral)}, 200},
+		{"chat_env_user", testRequest{path: "/v1/chat/completions", body: `{"model":"m-ok"}`, headers: bearer(leakUserEnv)}, 200},
+		{"echo", testRequest{path: "/v1/chat/completions", body: `{"model":"m-echo"}`, headers: bearer(leakUserFile)}, 500},
+		{"passthrough", testRequest{path: "/lit/v1/chat/completions", body: `{"model":"m-ok"}`, headers: bearer(leakUserLiteral)}, 200},
+	}
+	cases := traffic
+	for _, route := range adminRouteSamples {
+		route = strings.Replace(route, "alice", "lituser", -1)
+		cases = append(cases, leakCase{"admin_" + route, testRequest{method: "GET", path: "/admin/api/" + route, headers: bearer(leakUserLiteral)}, 200})
+	}
+	cases = append(cases,
+		leakCase{"admin_non_admin", testRequest{method: "GET", path: "/admin/api/config", headers: bearer(leakUserEnv)}, 403},
+		leakCase{"admin_provider_key", testRequest{method: "GET", path: "/admin/api/config", headers: bearer(leakProviderLiteral)}, 401},
+		leakCase{"metrics", testRequest{method: "GET", path: "/metrics", headers: bearer(leakUserLiteral)}, 200},
+		leakCase{"admin_page", testRequest{method: "GET", path: "/admin"}, 200})
+	runLeakCases(t, srv.URL, logs, cases)
+	_, body := send(t, srv.URL, testRequest{method: "GET", path: "/admin/api/config", headers: bearer(leakUserLiteral)})
+	for _, ref := range []string{`"env:LLMGW_LEAK_PROVIDER"`, `"env:LLMGW_LEAK_USER"`, `"file:`, `"[redacted]"`} {
+		if !strings.Contains(body, ref) {
+			t.Errorf("config view lacks %s: %s", ref, body)
+		}
+	}
 }
 
 func TestSecretsNeverLeakConstructionErrors(t *testing.T) {
