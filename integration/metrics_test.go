@@ -1,8 +1,11 @@
 package integration_test
 
 import (
+	"bytes"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -120,6 +123,35 @@ func TestMetricsParseWithExpfmt(t *testing.T) {
 		n += m.GetHistogram().GetSampleCount()
 	}
 	assert.Equal(t, uint64(3), n)
+
+	// Prometheus's own linter accepts the exposition.
+	promtoolCheck(t, gw.URL+"/metrics", "sk-metrics-alice")
+}
+
+// promtoolCheck runs `promtool check metrics` on the scrape of url: a
+// failure on any problem it reports. Skipped when promtool is not
+// installed, unless LLMGW_REQUIRE_PROMTOOL=1 (CI installs it).
+func promtoolCheck(t *testing.T, url, key string) {
+	t.Helper()
+	bin, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("LLMGW_REQUIRE_PROMTOOL") == "1" {
+			t.Fatalf("promtool is not installed and LLMGW_REQUIRE_PROMTOOL=1")
+		}
+		t.Skip("promtool not installed (apt-get install prometheus); LLMGW_REQUIRE_PROMTOOL=1 makes this a failure")
+	}
+	req, err := http.NewRequest("GET", url, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := readAll(resp)
+	require.NoError(t, err)
+	cmd := exec.Command(bin, "check", "metrics")
+	cmd.Stdin = bytes.NewReader(body)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "promtool check metrics:\n%s\nexposition:\n%s", out, body)
 }
 
 func labelOf(m *dto.Metric, name string) string {
