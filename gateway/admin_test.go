@@ -209,3 +209,21 @@ func TestAdminEveryRoute(t *testing.T) {
 		}
 	}
 }
+
+// The events answer's golden: one rate-limit refusal, its volatile
+// fields (time, replica) masked.
+func TestAdminEventsGolden(t *testing.T) {
+	up := newRoutedUpstream(t)
+	_, base, done := statsGateway(t, adminConfig(up.URL, `"admin": {"enabled": true},`))
+	for i, want := range []int{200, 429} {
+		if status, _, body := do(t, "POST", base+"/v1/chat/completions", "sk-admin-bob", m1Chat); status != want {
+			t.Fatalf("request %d: %d %s", i, status, body)
+		}
+		waitRecord(t, done)
+	}
+	status, _, body := getAdmin(t, base+"/admin/api/events", testAliceKey)
+	if status != 200 {
+		t.Fatalf("%d %s", status, body)
+	}
+	checkGolden(t, "events", []byte(body), "time", "replica")
+}

@@ -17,9 +17,6 @@ import (
 // maxSeriesScopes is the most scopes one series read may name.
 const maxSeriesScopes = 100
 
-// historyMetrics are usage/history's metrics.
-var historyMetrics = []string{"req", "tokin", "tokout", "cost"}
-
 // adminHistoryAnswer is usage/history's answer.
 type adminHistoryAnswer struct {
 	Scope  string         `json:"scope"`
@@ -47,7 +44,7 @@ func (g *Gateway) adminHistory(ctx context.Context, q url.Values) (interface{}, 
 	if !ok || kind == "provider" || kind == "provmodel" || kind == "model" && !isCanonicalID(id) {
 		return nil, errAdminParam("scope", scope, "must be user:{id}, group:{id}, model:{provider}/{model} or total")
 	}
-	metric, e := queryMetric(q, historyMetrics...)
+	metric, e := queryMetric(q, usageMetrics...)
 	if e != nil {
 		return nil, e
 	}
