@@ -13,7 +13,8 @@ import (
 // cache and retry settings in force, identity, warnings, features and
 // the catalog's price sources); usage is every user's, group's and the
 // total scope's current-window counters beside their limits. Both read
-// the counter store in one batched read (adminRead). overview still
+// the counter store in one batched read (readCounters: a fixed number of
+// keys per configured entity, not capped). overview still
 // answers when that read fails — its counter fields are then absent and
 // countersUnavailable is true — while usage answers 503: a table of
 // zeros would read as "no traffic".
@@ -33,8 +34,8 @@ type adminOverviewAnswer struct {
 	Pricing         adminPricingCounts  `json:"pricing"`
 	Warnings        []string            `json:"warnings"`
 	WarningsDropped int                 `json:"warningsDropped,omitempty"`
-	// CountersUnavailable: the counter read failed (the store is down, or
-	// the read would pass adminMaxKeysPerRequest); every provider's
+	// CountersUnavailable: the counter read failed (the store is down);
+	// every provider's
 	// attempts/failures fields and modelRates are then absent.
 	CountersUnavailable bool `json:"countersUnavailable,omitempty"`
 }
@@ -153,7 +154,7 @@ func (g *Gateway) adminOverview(ctx context.Context) (interface{}, *apiError) {
 	for i := 0; i < len(r.names); i++ {
 		out.Providers = append(out.Providers, g.overviewProvider(r, r.providers[r.names[i]]))
 	}
-	values, e := g.adminRead(ctx, overviewCounterKeys(r, g.limiter.now()))
+	values, e := g.readCounters(ctx, overviewCounterKeys(r, g.limiter.now()))
 	if g.redis != nil && (e == nil || e.Code == "store_unavailable") {
 		reachable := e == nil
 		out.Redis.Reachable = &reachable
@@ -434,7 +435,7 @@ func (g *Gateway) adminUsage(ctx context.Context) (interface{}, *apiError) {
 		keys = usageKeys(keys, "group", names[i], now)
 	}
 	keys = usageKeys(keys, "total", "all", now)
-	values, e := g.adminRead(ctx, keys)
+	values, e := g.readCounters(ctx, keys)
 	if e != nil {
 		return nil, e
 	}

@@ -211,11 +211,20 @@ func (g *Gateway) checkKeyCount(n int) *apiError {
 }
 
 // adminRead reads keys (a missing key reads 0) from the counter store,
-// in chunks, after checkKeyCount. A store error is errAdminStore.
+// in chunks, after checkKeyCount: the read of a route whose key count
+// its parameters multiply. A store error is errAdminStore.
 func (g *Gateway) adminRead(ctx context.Context, keys []string) ([]int64, *apiError) {
 	if e := g.checkKeyCount(len(keys)); e != nil {
 		return nil, e
 	}
+	return g.readCounters(ctx, keys)
+}
+
+// readCounters is adminRead without the cap: the reads of overview and
+// usage, which take no parameters and read a fixed number of keys per
+// configured entity (the dashboard's every-5-seconds poll must not turn
+// into a 400 as a fleet grows). Chunked like every read.
+func (g *Gateway) readCounters(ctx context.Context, keys []string) ([]int64, *apiError) {
 	ctx, cancel := context.WithTimeout(ctx, adminReadTimeout)
 	defer cancel()
 	out := make([]int64, 0, len(keys))
