@@ -192,6 +192,8 @@ func TestRedactedConfigView(t *testing.T) {
 		ModelAliases: map[string]interface{}{"fast": map[string]interface{}{"targets": []interface{}{"q/m"}, "APIKEY": "alias-secret"}},
 		Users:        &UsersConfig{Inline: []*UserConfig{{Name: "u", APIKey: "user-secret"}}},
 		Groups:       map[string]*GroupConfig{"g": {Limits: &LimitsConfig{RequestsPerDay: 9007199254740993}}},
+		McpServers:   map[string]*TargetConfig{"tools": {URL: "http://t:tpw-secret@mcp.local/mcp?k=q2-secret", Headers: map[string]string{"X-Tool-Token": "hdr-secret", "X-Ref": "env:TOOL_TOKEN"}}},
+		Agents:       map[string]*AgentConfig{"a": {URL: "https://agent.local/a2a", Headers: map[string]string{"Authorization": "Bearer agent-secret"}}},
 	}
 	view, err := redactedConfigView(cfg)
 	if err != nil {
@@ -199,13 +201,15 @@ func TestRedactedConfigView(t *testing.T) {
 	}
 	data, _ := json.Marshal(view)
 	s := string(data)
-	for _, secret := range []string{"pw-secret", "query-secret", "lit-secret", "addr-secret", "alias-secret", "user-secret", "api_key"} {
+	for _, secret := range []string{"pw-secret", "query-secret", "lit-secret", "addr-secret", "alias-secret", "user-secret", "api_key",
+		"tpw-secret", "q2-secret", "hdr-secret", "agent-secret"} {
 		if strings.Contains(s, secret) {
 			t.Errorf("the view contains %q: %s", secret, s)
 		}
 	}
 	for _, want := range []string{`"baseUrl":"https://api.example.com/v1"`, `"apiKey":"env:KEY"`, `"address":"redis.local:6379"`,
-		`"password":"file:/run/secrets/redis"`, `"APIKEY":"[redacted]"`, `"requestsPerDay":9007199254740993`} {
+		`"password":"file:/run/secrets/redis"`, `"APIKEY":"[redacted]"`, `"requestsPerDay":9007199254740993`,
+		`"url":"http://mcp.local/mcp"`, `"X-Tool-Token":"[redacted]"`, `"X-Ref":"env:TOOL_TOKEN"`, `"Authorization":"[redacted]"`} {
 		if !strings.Contains(s, want) {
 			t.Errorf("the view lacks %s: %s", want, s)
 		}

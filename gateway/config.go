@@ -96,6 +96,48 @@ type Config struct {
 	// Metrics is the Prometheus text-exposition endpoint (metrics.go).
 	// Omitted or disabled: the route is not registered at all.
 	Metrics *MetricsConfig `json:"metrics"`
+	// McpServers are the MCP servers the gateway proxies (/mcp/{name}/)
+	// and federates (POST /mcp), by name (targets.go).
+	McpServers map[string]*TargetConfig `json:"mcpServers"`
+	// Agents are the A2A agents the gateway proxies (/a2a/{name}/).
+	Agents map[string]*AgentConfig `json:"agents"`
+	// TargetHealth configures the active health probes of MCP servers and
+	// agents (passive recording from traffic is always on).
+	TargetHealth *TargetHealthConfig `json:"targetHealth"`
+}
+
+// TargetConfig is one MCP server.
+type TargetConfig struct {
+	// URL is the server's endpoint (http or https). A path ending in
+	// /sse marks a legacy HTTP+SSE server: proxied, never federated.
+	URL string `json:"url"`
+	// Headers are sent on every request to the server (a token the
+	// server needs of its own); each value may use a secret form. None
+	// by default: the gateway injects no credential.
+	Headers map[string]string `json:"headers"`
+}
+
+// AgentConfig is one A2A agent.
+type AgentConfig struct {
+	// URL is the agent's JSON-RPC endpoint (http or https).
+	URL string `json:"url"`
+	// Card is the agent card's path under the agent's proxy URL
+	// (default /.well-known/agent-card.json); it must start with "/".
+	Card string `json:"card"`
+	// Headers are as TargetConfig's.
+	Headers map[string]string `json:"headers"`
+}
+
+// TargetHealthConfig is the targetHealth block.
+type TargetHealthConfig struct {
+	// Enabled turns the active probe sweep on: at most once per
+	// probeInterval, triggered by a read of the health (never a timer).
+	Enabled bool `json:"enabled"`
+	// ProbeInterval is the least time between sweeps (10s-1h; 60s).
+	ProbeInterval string `json:"probeInterval"`
+	// FailureThreshold is the consecutive failed observations that mark
+	// a target unhealthy (1-100; 3).
+	FailureThreshold int `json:"failureThreshold"`
 }
 
 // MetricsConfig is the metrics block.
@@ -277,6 +319,10 @@ type GroupConfig struct {
 	// Agents limits which A2A agents the group reaches, unioned the same
 	// way as McpServers.
 	Agents []string `json:"agents"`
+	// McpTools limits which federated tools the group lists and calls
+	// (globs over "<server>_<tool>"), unioned across a user's groups
+	// like McpServers. Empty: every tool of a reachable server.
+	McpTools []string `json:"mcpTools"`
 	// Limits bound the group's traffic (one scope per group).
 	Limits *LimitsConfig `json:"limits"`
 	// Cache overrides cache.enabled for this group's requests (nil:

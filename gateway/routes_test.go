@@ -247,7 +247,7 @@ func TestUnifiedUnknownRoutes(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, _ := newTestGateway(t, tc.config, tc.next)
-			for _, p := range []string{"/", "/health", "/v1/completions", "/v1/chat/completions/", "/v1", "/mcp"} {
+			for _, p := range []string{"/", "/health", "/v1/completions", "/v1/chat/completions/", "/v1"} {
 				resp, body := send(t, srv.URL, testRequest{method: "GET", path: p})
 				if p == "/" && tc.config == standardConfig(up.URL) {
 					// Ollama clients probe the root: answered when nothing else

@@ -405,7 +405,8 @@ func TestRedisLimitExactAcrossReplicas(t *testing.T) {
 	userRej, userRejExists := rd.get(rlKey("user", "alice", "rej", "min", before))
 	assert.True(t, rej > 0 && rej <= fired-limit, "group team rej %d", rej)
 	assert.Equal(t, rej, totalRej, "total rej follows the refusing scope's")
-	assert.False(t, userRejExists, "the user scope did not refuse anything (rej %d)", userRej)
+	assert.True(t, userRejExists, "a refusal counts in every scope of the request, the user's too")
+	assert.Equal(t, rej, userRej, "the user's rej follows the refusing scope's")
 	t.Logf("refusals counted in Redis: %d of %d (the async writer drops what exceeds 64 writes in flight)", rej, fired-limit)
 }
 
@@ -590,13 +591,14 @@ func TestRedisAccounting(t *testing.T) {
 			}
 		}
 	}
-	// The refusals are counted for the refusing scope and total (off the
-	// request path: give the writes a moment).
+	// The refusals are counted in every scope of the refused request:
+	// its user, each of its groups and total (off the request path: give
+	// the writes a moment).
 	time.Sleep(200 * time.Millisecond)
 	for _, k := range []struct {
 		kind, id string
 		want     int64
-	}{{"group", "g1", 1}, {"user", "est", 1}, {"total", "all", 2}, {"user", "acct", 0}, {"group", "g2", 0}} {
+	}{{"group", "g1", 1}, {"user", "est", 1}, {"total", "all", 2}, {"user", "acct", 1}, {"group", "g2", 1}} {
 		got, _ := rd.get(rlKey(k.kind, k.id, "rej", "day", at))
 		assert.Equal(t, k.want, got, "%s:%s rej day", k.kind, k.id)
 	}

@@ -17,8 +17,9 @@ import (
 // kept. What the walk redacts, by JSON member name at any depth
 // (compared without regard to case):
 //
-//   - secret members — apiKey (providers.*.apiKey, users.inline[].apiKey)
-//     and password (redis.password): an "env:NAME" or "file:/path" form
+//   - secret members — apiKey (providers.*.apiKey, users.inline[].apiKey),
+//     password (redis.password) and every value of a headers object
+//     (mcpServers.*.headers, agents.*.headers): an "env:NAME" or "file:/path" form
 //     names where the secret is and is kept verbatim; an empty value
 //     stays empty; any other value (a literal) becomes "[redacted]".
 //   - URL members — baseUrl (providers.*.baseUrl) and url: their userinfo
@@ -100,6 +101,14 @@ func redactMember(name string, v interface{}) interface{} {
 	switch {
 	case isSecretMember(name):
 		return redactSecretValue(v)
+	case strings.EqualFold(name, "headers"):
+		// A target's headers: every value may be a token.
+		if m, ok := v.(map[string]interface{}); ok {
+			for k, hv := range m {
+				m[k] = redactSecretValue(hv)
+			}
+			return m
+		}
 	case strings.EqualFold(name, "baseUrl") || strings.EqualFold(name, "url"):
 		if s, ok := v.(string); ok {
 			return stripURLSecrets(s)

@@ -78,6 +78,7 @@ type grant struct {
 	personal   bool
 	mcpServers []string
 	agents     []string
+	mcpTools   []string
 	// group is the group's own name ("" for a personal grant); limits
 	// are its LimitsConfig (nil: unlimited).
 	group  string
@@ -149,6 +150,13 @@ type compiledConfig struct {
 	metrics            metricsSettings
 	cache              cacheSettings
 	pricing            map[string]modelPrice
+	// MCP servers and agents (targets.go), by name, and their names
+	// sorted; targetHealth is the targetHealth block.
+	mcpServers   map[string]*targetRuntime
+	mcpNames     []string
+	agents       map[string]*targetRuntime
+	agentNames   []string
+	targetHealth targetHealthSettings
 	// warnings are logged once the gateway has a logger.
 	warnings  []string
 	bodySlots int // body-admission semaphore size
@@ -231,6 +239,9 @@ func compileConfig(cfg *Config) (*compiledConfig, error) {
 		return nil, err
 	}
 	if err := c.compileGroups(cfg.Groups); err != nil {
+		return nil, err
+	}
+	if err := c.compileTargets(cfg); err != nil {
 		return nil, err
 	}
 	if err := c.compileCaching(cfg); err != nil {
@@ -415,6 +426,9 @@ func (c *compiledConfig) compileGroups(groups map[string]*GroupConfig) error {
 		if err := validateGlobs(field+".mcpServers", gc.McpServers); err != nil {
 			return fmt.Errorf("config: %v", err)
 		}
+		if err := validateGlobs(field+".mcpTools", gc.McpTools); err != nil {
+			return fmt.Errorf("config: %v", err)
+		}
 		if err := validateGlobs(field+".agents", gc.Agents); err != nil {
 			return fmt.Errorf("config: %v", err)
 		}
@@ -423,7 +437,7 @@ func (c *compiledConfig) compileGroups(groups map[string]*GroupConfig) error {
 			return err
 		}
 		c.groups[name] = &grant{name: "group " + name, providers: gc.Providers, models: gc.Models, passthroughPaths: gc.PassthroughPaths,
-			mcpServers: gc.McpServers, agents: gc.Agents, group: name, limits: limits,
+			mcpServers: gc.McpServers, agents: gc.Agents, mcpTools: gc.McpTools, group: name, limits: limits,
 			cacheOverride: gc.Cache, cacheTTLOverride: gc.CacheTTL}
 	}
 	return nil

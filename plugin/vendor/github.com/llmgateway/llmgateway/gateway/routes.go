@@ -159,6 +159,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if (p == "/" && !g.cfg.passthroughUnknown || strings.HasPrefix(p, "/api/")) && g.serveOllamaMeta(w, r) {
 		return
 	}
+	if g.serveTargetRoute(w, r, p) {
+		return
+	}
 	if g.cfg.admin.enabled && isAdminPath(p) {
 		g.serveAdmin(w, r)
 		return
