@@ -74,3 +74,21 @@ func TestNoSelectStatements(t *testing.T) {
 		}
 	})
 }
+
+// TestNoNilInMultiValueAssignment fails on `a, b = x, nil` (or :=) in a
+// non-test file of the core: Yaegi v0.16.1 panics on it at run time
+// ("reflect: New(nil)"), in whichever request first runs the line — the
+// compiled build never notices. Assign the nil on a line of its own.
+func TestNoNilInMultiValueAssignment(t *testing.T) {
+	eachCoreSourceNode(t, func(fset *token.FileSet, n ast.Node) {
+		a, ok := n.(*ast.AssignStmt)
+		if !ok || len(a.Rhs) < 2 {
+			return
+		}
+		for i := 0; i < len(a.Rhs); i++ {
+			if id, ok := a.Rhs[i].(*ast.Ident); ok && id.Name == "nil" {
+				t.Errorf("%s: nil among the values of a multi-value assignment (Yaegi panics on it)", fset.Position(a.Pos()))
+			}
+		}
+	})
+}

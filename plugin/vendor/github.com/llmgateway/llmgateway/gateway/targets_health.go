@@ -52,7 +52,9 @@ func (h *targetHealth) observe(ok bool, errMsg string, latency time.Duration, so
 	h.latency = latency
 	h.source = source
 	if ok {
-		h.state, h.failures, h.lastError = targetHealthy, 0, ""
+		h.state = targetHealthy
+		h.failures = 0
+		h.lastError = ""
 		return
 	}
 	h.failures++
@@ -76,8 +78,13 @@ func (h *targetHealth) view() targetHealthView {
 	if h.state != "" {
 		v.State = h.state
 	}
-	at, msg, ms := h.lastCheck, h.lastError, h.latency.Milliseconds()
-	v.LastCheck, v.LastError, v.LatencyMs, v.Source = &at, &msg, &ms, h.source
+	at := h.lastCheck
+	msg := h.lastError
+	ms := h.latency.Milliseconds()
+	v.LastCheck = &at
+	v.LastError = &msg
+	v.LatencyMs = &ms
+	v.Source = h.source
 	return v
 }
 

@@ -60,7 +60,8 @@ func (s *usageSniffer) Close() error {
 func (s *usageSniffer) feed(p []byte) {
 	if !s.eventStream {
 		if len(s.buf)+len(p) > maxSniffedJSONBytes {
-			s.over, s.buf = true, nil
+			s.over = true
+			s.buf = nil
 			return
 		}
 		s.buf = append(s.buf, p...)
