@@ -566,7 +566,8 @@ func TestToolLoopBudgetStopsTurn(t *testing.T) {
 func TestToolLoopMaxTurns(t *testing.T) {
 	mcp := newFakeMCPServer(t, `{"content":[{"type":"text","text":"sunny"}]}`)
 	model := newLoopModel(t, 100, "weather_forecast")
-	_, base, feed, _ := loopGateway(t, loopConfig(model.URL, mcp.URL, `{"enabled": true, "maxTurns": 2}`, "null"))
+	cfg := strings.Replace(loopConfig(model.URL, mcp.URL, `{"enabled": true, "maxTurns": 2}`, "null"), `"accessLog": true,`, `"accessLog": true, "admin": {"enabled": true},`, 1)
+	g, base, feed, _ := loopGateway(t, cfg)
 	resp, body := send(t, base, testRequest{path: "/v1/chat/completions", body: `{"model":"m1",` + loopQuestion + `}`, headers: bearer(testAliceKey)})
 	if resp.StatusCode != 200 || resp.Header.Get(toolLoopHeader) != "max-turns" || resp.Header.Get(toolTurnsHeader) != "2" {
 		t.Fatalf("status %d, headers %q/%q: %s", resp.StatusCode, resp.Header.Get(toolLoopHeader), resp.Header.Get(toolTurnsHeader), body)
@@ -592,6 +593,12 @@ func TestToolLoopMaxTurns(t *testing.T) {
 	}
 	if rec := feed.next(t); rec.toolLoop != "max-turns" || rec.toolTurns != 2 || len(rec.toolCalls) != 1 {
 		t.Fatalf("record: %q %d %d", rec.toolLoop, rec.toolTurns, len(rec.toolCalls))
+	}
+	// Each model call is one request served by the model, with its usage.
+	day := ":day:" + bucketsAt(time.Now()).day
+	keys := []string{"llmgw:model:mock/m1:req" + day, "llmgw:model:mock/m1:tokin" + day, "llmgw:model:mock/m1:tokout" + day}
+	if _, vals, err := g.limiter.counters.Apply(context.Background(), nil, keys); err != nil || vals[0] != 2 || vals[1] != 300 || vals[2] != 14 {
+		t.Fatalf("model statistics req/tokin/tokout %v (%v), want 2 300 14", vals, err)
 	}
 }
 
@@ -713,48 +720,33 @@ func TestToolLoopConfig(t *testing.T) {
 	}
 }
 
-// TestToolLoopConvert: the JSON helpers on their own.
-func TestToolLoopConvert(t *testing.T) {
-	for _, tc := range []struct {
-		raw  string
-		want bool
-	}{
-		{`{"model":"m","messages":[]}`, false},
-		{`{"model":"m","tools":[]}`, false},
-		{`{"model":"m","tools":[{"type":"function"}]}`, true},
-		{`{"model":"m","functions":[{"name":"f"}]}`, true},
-		{`{"model":"m","messages":[{"role":"user","content":"\"tools\""}]}`, false},
-	} {
-		if got := clientSentTools([]byte(tc.raw)); got != tc.want {
-			t.Errorf("clientSentTools(%s) = %v", tc.raw, got)
+// TestToolLoopTurnFails: a turn whose model call fails ends the loop
+// with that error; the turn before it is accounted.
+func TestToolLoopTurnFails(t *testing.T) {
+	mcp := newFakeMCPServer(t, `{"content":[{"type":"text","text":"sunny"}]}`)
+	ok := newLoopModel(t, 1, "weather_forecast")
+	model := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(string(mustRead(r)), `"role":"tool"`) {
+			http.Error(w, `{"error":{"message":"boom","type":"server_error"}}`, http.StatusBadRequest)
+			return
 		}
+		ok.Config.Handler.ServeHTTP(w, r)
+	})
+	g, base, feed, _ := loopGateway(t, loopConfig(model.URL, mcp.URL, `{"enabled": true}`, "null"))
+	resp, body := send(t, base, testRequest{path: "/v1/chat/completions", body: `{"model":"m1",` + loopQuestion + `}`, headers: bearer(testAliceKey)})
+	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get(toolLoopHeader) != "failed" || resp.Header.Get(toolTurnsHeader) != "1" {
+		t.Fatalf("status %d, headers %q/%q: %s", resp.StatusCode, resp.Header.Get(toolLoopHeader), resp.Header.Get(toolTurnsHeader), body)
 	}
-	for _, tc := range []struct{ in, want string }{
-		{"weather_forecast", "weather_forecast"},
-		{"gh_search.code", "gh_search_code"},
-		{strings.Repeat("a", 65), ""},
-	} {
-		if got := offeredToolName(tc.in); got != tc.want {
-			t.Errorf("offeredToolName(%q) = %q, want %q", tc.in, got, tc.want)
-		}
+	if in, out := userCounter(t, g, "tokin"), userCounter(t, g, "tokout"); in != 100 || out != 7 {
+		t.Fatalf("accounted %d+%d tokens, want the first turn's 100+7", in, out)
 	}
-	for _, tc := range []struct {
-		res, want string
-		isErr     bool
-	}{
-		{`{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}`, "a\nb", false},
-		{`{"content":[{"type":"image","data":"AAAA","mimeType":"image/png"}]}`, "[image image/png]", false},
-		{`{"content":[{"type":"resource","resource":{"uri":"file:///x","text":"body"}}]}`, "body", false},
-		{`{"content":[{"type":"text","text":"boom"}],"isError":true}`, "boom", true},
-		{`[1]`, "the tool's result is not an MCP CallToolResult", true},
-	} {
-		got, isErr := toolResultText(json.RawMessage(tc.res))
-		if got != tc.want || isErr != tc.isErr {
-			t.Errorf("toolResultText(%s) = %q %v", tc.res, got, isErr)
-		}
+	if rec := feed.next(t); rec.toolLoop != "failed" || rec.usage.PromptTokens != 100 || len(rec.toolCalls) != 1 {
+		t.Fatalf("record: %q usage %+v calls %d", rec.toolLoop, rec.usage, len(rec.toolCalls))
 	}
-	long := strings.Repeat("é", maxToolResultBytes)
-	if got := capToolText(long); len(got) > maxToolResultBytes+64 || !strings.HasSuffix(got, "bytes]") {
-		t.Errorf("capToolText: %d bytes", len(got))
-	}
+}
+
+func mustRead(r *http.Request) []byte {
+	data, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(strings.NewReader(string(data)))
+	return data
 }
