@@ -90,6 +90,9 @@ type grant struct {
 	cacheTTLOverride string
 	cacheOn          bool
 	cacheTTL         time.Duration
+	// loopTurns is the group's mcpLoop.maxTurns when the loop is on
+	// (0: off); it decides for users whose primary group this is.
+	loopTurns int
 }
 
 // userRuntime is one authenticated identity. It holds no key material.
@@ -436,7 +439,11 @@ func (c *compiledConfig) compileGroups(groups map[string]*GroupConfig) error {
 		if err != nil {
 			return err
 		}
-		c.groups[name] = &grant{name: "group " + name, providers: gc.Providers, models: gc.Models, passthroughPaths: gc.PassthroughPaths,
+		loopTurns, err := compileMcpLoop(field+".mcpLoop", gc.McpLoop)
+		if err != nil {
+			return err
+		}
+		c.groups[name] = &grant{loopTurns: loopTurns, name: "group " + name, providers: gc.Providers, models: gc.Models, passthroughPaths: gc.PassthroughPaths,
 			mcpServers: gc.McpServers, agents: gc.Agents, mcpTools: gc.McpTools, group: name, limits: limits,
 			cacheOverride: gc.Cache, cacheTTLOverride: gc.CacheTTL}
 	}

@@ -14,6 +14,10 @@
 //	  → cache → call (candidates under one attempt budget; retry,
 //	    watchdog, caps) → respond → account → record
 //
+// With a group's tool-calling loop (mcp_loop.go) the call stage runs
+// once per model turn, each turn limited like a request, and the respond
+// stage delivers the last turn's answer.
+//
 // A route is data: its path, method, inbound wire format (format.go:
 // error envelope, stream framing, mid-stream errors, request reading),
 // operation, body cap, and whether it is cacheable and priced. A provider

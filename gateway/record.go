@@ -77,6 +77,13 @@ type requestRecord struct {
 	affinity string
 	skipped  []string
 	tried    []triedCandidate
+	// toolTurns is the model calls of the request's tool loop (0: no
+	// loop offered tools), toolLoop how it ended ("done", "max-turns",
+	// "too-large", "refused", "failed"), toolCalls every tool call it
+	// ran, in order (mcp_loop.go).
+	toolTurns int
+	toolLoop  string
+	toolCalls []toolCallRecord
 }
 
 // triedCandidate is one candidate's turn in the call stage: how many
@@ -145,7 +152,9 @@ func account(c *call, out *outcome) {
 	}
 	c.rec.usage = u
 	var cost int64
-	if u.PromptTokens > 0 || u.CompletionTokens > 0 {
+	if c.loop != nil {
+		u, cost = loopAccount(c)
+	} else if u.PromptTokens > 0 || u.CompletionTokens > 0 {
 		cost = costOf(c.g, c.rec.provider, c.rec.model, u)
 		c.rec.costMicroUSD = cost
 	}
@@ -266,7 +275,26 @@ func accessLine(rec *requestRecord) string {
 		" prompt_tokens=" + strconv.FormatInt(rec.usage.PromptTokens, 10) +
 		" completion_tokens=" + strconv.FormatInt(rec.usage.CompletionTokens, 10) +
 		" cost_micro_usd=" + strconv.FormatInt(rec.costMicroUSD, 10) + " cache=" + logValue(rec.cache) +
-		" request_id=" + rec.requestID + " trace_id=" + rec.traceID + " error=" + logValue(rec.errorCode)
+		" request_id=" + rec.requestID + " trace_id=" + rec.traceID + " error=" + logValue(rec.errorCode) + toolLoopLog(rec)
+}
+
+// toolLoopLog is the access line's tail for a request whose tool loop
+// offered tools (nothing otherwise): its turns, how it ended, and each
+// tool call as name:server:outcome:milliseconds.
+func toolLoopLog(rec *requestRecord) string {
+	if rec.toolTurns == 0 {
+		return ""
+	}
+	s := " tool_turns=" + strconv.Itoa(rec.toolTurns) + " tool_loop=" + logValue(rec.toolLoop)
+	if len(rec.toolCalls) == 0 {
+		return s
+	}
+	calls := make([]string, 0, len(rec.toolCalls))
+	for i := 0; i < len(rec.toolCalls); i++ {
+		t := &rec.toolCalls[i]
+		calls = append(calls, t.name+":"+t.server+":"+t.outcome+":"+logMillis(t.duration))
+	}
+	return s + " tool_calls=" + logValue(strings.Join(calls, ","))
 }
 
 // logValue is s as a log line's value: as it is, or quoted

@@ -323,6 +323,9 @@ type GroupConfig struct {
 	// (globs over "<server>_<tool>"), unioned across a user's groups
 	// like McpServers. Empty: every tool of a reachable server.
 	McpTools []string `json:"mcpTools"`
+	// McpLoop turns on the gateway-run tool-calling loop for requests
+	// whose primary group this is (nil: off).
+	McpLoop *McpLoopConfig `json:"mcpLoop"`
 	// Limits bound the group's traffic (one scope per group).
 	Limits *LimitsConfig `json:"limits"`
 	// Cache overrides cache.enabled for this group's requests (nil:
@@ -330,6 +333,18 @@ type GroupConfig struct {
 	Cache *bool `json:"cache"`
 	// CacheTTL sets the TTL of entries this group's requests write.
 	CacheTTL string `json:"cacheTTL"`
+}
+
+// McpLoopConfig is a group's tool-calling loop: on the chat-shaped
+// routes, a request that carries no tools of its own is offered the
+// caller's federated MCP tools, and the tool calls the model makes are
+// run by the gateway until the model answers without one.
+type McpLoopConfig struct {
+	// Enabled turns the loop on. Default false.
+	Enabled bool `json:"enabled"`
+	// MaxTurns caps the model calls one request makes, 1-20 (0: the
+	// default, 5).
+	MaxTurns int `json:"maxTurns"`
 }
 
 // UsersConfig holds the API-key holders.

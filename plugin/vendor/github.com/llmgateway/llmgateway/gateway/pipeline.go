@@ -56,7 +56,9 @@ type call struct {
 	admitted  bool
 	saved     int64
 	statsDone bool
-	rec       requestRecord
+	// loop is the request's tool loop (mcp_loop.go); nil: none.
+	loop *toolLoop
+	rec  requestRecord
 }
 
 func newCall(g *Gateway, w http.ResponseWriter, r *http.Request, rt *route, tr *requestTrace) *call {
@@ -70,7 +72,9 @@ func newCall(g *Gateway, w http.ResponseWriter, r *http.Request, rt *route, tr *
 //	→ cache → call (retry, watchdog, caps) → respond → account → record
 //
 // Each stage either passes the request on or ends it with an error
-// written through the route's wire format.
+// written through the route's wire format. With the caller's tool loop
+// (mcp_loop.go) the call stage runs once per turn, and the cache stage
+// is skipped.
 func serveMetered(g *Gateway, w http.ResponseWriter, r *http.Request, rt *route, tr *requestTrace) {
 	c := newCall(g, w, r, rt, tr)
 	defer finish(c)
@@ -82,16 +86,17 @@ func serveMetered(g *Gateway, w http.ResponseWriter, r *http.Request, rt *route,
 	if !identify(c) || !admitBody(c) || !resolve(c) || !limit(c) {
 		return
 	}
-	if serveCached(c) {
+	c.loop = toolLoopFor(c)
+	if c.loop == nil && serveCached(c) {
 		return
 	}
-	x, o, e := sendUpstream(c)
+	x, o, e := callStage(c)
 	if e != nil {
 		fail(c, e)
 		return
 	}
 	if x == nil {
-		return // a failover candidate's cached answer was served
+		return // answered already: a failover candidate's cached answer, or a tool loop's refused turn
 	}
 	defer exchangeDone(x)
 	relayed := time.Now()
