@@ -1096,3 +1096,60 @@ func TestFederatedRecords(t *testing.T) {
 		t.Errorf("records\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// FuzzDecodeRPC: any body decodes to a request with a method, or to a
+// parse error or an invalid request — never a panic.
+func FuzzDecodeRPC(f *testing.F) {
+	for _, seed := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, `{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, `{"jsonrpc":"2.0","id":{},"method":"x"}`, `{"jsonrpc":"2.0","id":null,"method":"x","params":7}`,
+		`{`, ``, `null`, `"x"`, `{"jsonrpc":"2.0","id":-1e9,"method":"x","params":[]}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		m, code, msg := decodeRPC(body)
+		switch {
+		case code == 0 && (m == nil || m.method == "" || msg != ""):
+			t.Fatalf("accepted without a method: %q", body)
+		case code == 0 && m.id != nil && !json.Valid(m.id):
+			t.Fatalf("an id that is not JSON: %q", body)
+		case code != 0 && (m != nil || msg == "" || code != rpcParseError && code != rpcInvalidRequest):
+			t.Fatalf("refusal %d %q for %q", code, msg, body)
+		}
+	})
+}
+
+// FuzzMCPAnswer: a backend's answer, JSON or an event stream, is either
+// one JSON-RPC outcome (a result or an error) or a failure in the
+// gateway's own words — never a panic, never a backend byte in the
+// message.
+func FuzzMCPAnswer(f *testing.F) {
+	for _, seed := range []string{
+		`{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}`, `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"x"}}`,
+		`{"jsonrpc":"2.0","id":2,"result":{}}`, `{"jsonrpc":"2.0","id":1}`, `[1]`,
+		"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n",
+		"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"res", ": only a comment\n\n",
+	} {
+		f.Add([]byte(seed), seed[0] != '{' && seed[0] != '[')
+	}
+	f.Fuzz(func(t *testing.T, body []byte, stream bool) {
+		x := &mcpExchange{ctx: context.Background(), parent: context.Background(), timeout: time.Second, t: &targetRuntime{name: "f"}}
+		var a *mcpAnswer
+		var fail *mcpFailure
+		if stream {
+			a, fail = readMCPStream(x, strings.NewReader(string(body)), "1", &mcpAnswer{})
+		} else {
+			a, fail = readMCPJSON(x, strings.NewReader(string(body)), "1", &mcpAnswer{})
+		}
+		if fail != nil {
+			if a != nil || fail.message == "" || len(body) > 8 && strings.Contains(fail.message, string(body)) {
+				t.Fatalf("failure %+v for %q", fail, body)
+			}
+			return
+		}
+		if (len(a.result) == 0) == (len(a.rpcError) == 0) {
+			t.Fatalf("answer %+v for %q", a, body)
+		}
+	})
+}

@@ -303,14 +303,17 @@ func readMCPStream(x *mcpExchange, body io.Reader, id string, a *mcpAnswer) (*mc
 	}
 }
 
-// checkMCPAnswer accepts a JSON-RPC 2.0 response to id with a result or
-// a well-formed error.
+// checkMCPAnswer accepts a JSON-RPC 2.0 response to id with either a
+// result or a well-formed error.
 func checkMCPAnswer(m *mcpWireMessage, id string) *mcpFailure {
 	if m.JSONRPC != "2.0" || !sameRPCID(m.ID, id) {
 		return &mcpFailure{message: "the answer is not a JSON-RPC 2.0 response to the request", class: apierr.ClassBadResponse}
 	}
 	if len(m.Result) == 0 && len(m.Error) == 0 {
 		return &mcpFailure{message: "the answer carries neither result nor error", class: apierr.ClassBadResponse}
+	}
+	if len(m.Result) > 0 && len(m.Error) > 0 {
+		return &mcpFailure{message: "the answer carries both result and error", class: apierr.ClassBadResponse}
 	}
 	if len(m.Error) > 0 {
 		var e mcpWireError
