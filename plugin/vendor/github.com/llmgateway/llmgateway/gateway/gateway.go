@@ -51,6 +51,9 @@ type Gateway struct {
 	failoverLog failoverLog
 	router      *router
 	events      *eventFeed
+	// mcp is the federated MCP endpoint's book: cached tool listings,
+	// logged failures (mcp_client.go).
+	mcp federationState
 	// configView is the redacted Config GET /admin/api/config answers
 	// (admin_config.go), taken in New; nil with admin off.
 	configView map[string]interface{}

@@ -399,7 +399,7 @@ func runToolCall(c *call, l *toolLoop, hc *hubCall, i int) (string, toolCallReco
 		rec.outcome = "unknown_tool"
 		return "Error: there is no tool named " + strconv.Quote(rec.name), rec
 	}
-	rec.name, rec.server = t.name, t.server.name
+	rec.name, rec.server = t.name, t.server
 	args := json.RawMessage(strings.TrimSpace(hc.Function.Arguments))
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
