@@ -20,8 +20,8 @@ import (
 // consumers (admin_overview.go, admin_catalog.go), config
 // (admin_config.go), usage/history and usage/series (admin_history.go),
 // usage/models (admin_models.go), usage/totals (admin_totals.go),
-// performance (admin_perf.go) and events (here). The seed's targets
-// route comes with MCP/A2A.
+// performance (admin_perf.go), targets (admin_targets.go) and events
+// (here).
 
 // adminCSP is the one Content-Security-Policy of every admin response.
 const adminCSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
@@ -95,6 +95,8 @@ func (g *Gateway) adminAnswer(route string, r *http.Request) (interface{}, *apiE
 		return g.adminConsumers()
 	case "config":
 		return g.adminConfig()
+	case "targets":
+		return g.adminTargets(r.Context())
 	case "usage/history":
 		return g.adminHistory(r.Context(), q)
 	case "usage/series":

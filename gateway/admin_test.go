@@ -155,12 +155,13 @@ func TestAdminAssets(t *testing.T) {
 
 // adminRouteSamples is one valid request of every admin JSON route.
 var adminRouteSamples = []string{
-	"overview", "usage", "catalog", "consumers", "config", "events",
+	"overview", "usage", "catalog", "consumers", "config", "events", "targets",
 	"usage/history?scope=total&metric=req&window=day",
 	"usage/series?scope=total&scope=user:alice&metric=tokin&window=hour&span=3",
 	"usage/models?metric=req&window=day&detail=1",
 	"usage/totals?kind=user",
 	"usage/totals?kind=usermodel&user=alice",
+	"usage/totals?kind=targetcaller",
 	"performance?kind=provider&window=day",
 	"performance?kind=model&window=hour",
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 )
 
 // totalsRows is the "id:metric=value,..." list of a usage/totals answer.
@@ -56,16 +57,78 @@ func TestAdminUsageTotals(t *testing.T) {
 		{"kind=modeluser&model=mock/m1", "alice:req=3,tokin=33,tokout=21,cost=150 bob:req=1,tokin=11,tokout=7,cost=50"},
 		{"kind=modeluser&model=alt/z9&metrics=req", "alice:req=1"},
 		{"kind=modeluser&model=alt/m1&offset=1&metrics=req", ""},
+		// No targets configured: no rows, an array.
 		{"kind=targetcaller", ""},
-		{"kind=targetcaller&target=mcp/files&window=month", ""},
 	} {
 		if got := totalsRows(t, getAdminJSON(t, route+tc.query, 200)); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.query, got, tc.want)
 		}
 	}
-	// targetcaller's one metric; the rows are an array.
-	if body := getAdminJSON(t, route+"kind=targetcaller&target=agent/helper", 200); body != `{"kind":"targetcaller","window":"day","span":1,"offset":0,"metrics":["req"],"rows":[],"truncated":false}` {
-		t.Fatalf("targetcaller %s", body)
+}
+
+// targetCallerTargets are usageConfig's extra keys for kind=targetcaller:
+// MCP servers files and docs, agent helper.
+const targetCallerTargets = `"mcpServers": {"files": {"url": "http://files.internal/mcp"}, "docs": {"url": "http://docs.internal/mcp"}},
+  "agents": {"helper": {"url": "http://helper.internal"}},`
+
+// kind=targetcaller: the per-target, per-caller request counters,
+// driven here through countTargets (the proxy's and federation's
+// counting call; those routes are built on other branches).
+func TestAdminUsageTotalsTargetCaller(t *testing.T) {
+	g, base, _, clock := clockGateway(t, usageConfig("http://127.0.0.1:1", ``, targetCallerTargets))
+	files, docs, helper := g.target(targetMCP, "files"), g.target(targetMCP, "docs"), g.target(targetAgent, "helper")
+	count := func(at time.Time, user string, n int, targets ...*targetRuntime) {
+		clock.Store(at)
+		for i := 0; i < n; i++ {
+			g.countTargets(user, targets)
+		}
+	}
+	// Today: alice files+docs ×3 (a federated tools/list attempts both),
+	// bob files ×2, carol helper ×1; yesterday: bob docs ×4; a
+	// departed user's calls are no active user's row.
+	count(statsClock, "alice", 3, files, docs)
+	count(statsClock, "bob", 2, files)
+	count(statsClock, "carol", 1, helper)
+	count(statsClock.AddDate(0, 0, -1), "bob", 4, docs)
+	count(statsClock, "mallory", 5, files)
+	clock.Store(statsClock)
+	g.limiter.async.wait()
+	route := base + "/admin/api/usage/totals?"
+	checkGolden(t, "usage_totals_targetcaller_day", []byte(getAdminJSON(t, route+"kind=targetcaller", 200)))
+	for _, tc := range []struct{ query, want string }{
+		{"kind=targetcaller", "mcp/docs/alice:req=3 mcp/files/alice:req=3 mcp/files/bob:req=2 agent/helper/carol:req=1"},
+		{"kind=targetcaller&span=2", "mcp/docs/bob:req=4 mcp/docs/alice:req=3 mcp/files/alice:req=3 mcp/files/bob:req=2 agent/helper/carol:req=1"},
+		{"kind=targetcaller&window=month&metrics=req", "mcp/docs/bob:req=4 mcp/docs/alice:req=3 mcp/files/alice:req=3 mcp/files/bob:req=2 agent/helper/carol:req=1"},
+		{"kind=targetcaller&offset=1", "mcp/docs/bob:req=4"},
+		{"kind=targetcaller&target=mcp/files", "mcp/files/alice:req=3 mcp/files/bob:req=2"},
+		{"kind=targetcaller&target=agent/helper&window=month", "agent/helper/carol:req=1"},
+		{"kind=targetcaller&target=mcp/files&limit=1", "mcp/files/alice:req=3 (truncated)"},
+		{"kind=targetcaller&limit=4", "mcp/docs/alice:req=3 mcp/files/alice:req=3 mcp/files/bob:req=2 agent/helper/carol:req=1"},
+	} {
+		if got := totalsRows(t, getAdminJSON(t, route+tc.query, 200)); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.query, got, tc.want)
+		}
+	}
+	checkParamCases(t, route, []adminParamCase{
+		{"kind=targetcaller&target=mcp/nothing", 404, "nothing"},
+		{"kind=targetcaller&target=agent/files", 404, "files"},
+		{"kind=targetcaller&target=mcp/helper", 404, "helper"},
+	})
+
+	// adminMaxKeysPerRequest caps the read: 3 targets × 3 users × 35
+	// days is 315 keys, one target's 105, over 100; 30 days of one is 90.
+	_, capped, _, _ := clockGateway(t, usageConfig("http://127.0.0.1:1", ``, targetCallerTargets+`"adminMaxKeysPerRequest": 100,`))
+	for _, q := range []string{"kind=targetcaller&span=35", "kind=targetcaller&target=mcp/files&span=35"} {
+		status, _, body := getAdmin(t, capped+"/admin/api/usage/totals?"+q, testAliceKey)
+		if status != 400 || decodeEnvelope(t, body).Code != "too_many_keys" {
+			t.Errorf("%s: %d %s", q, status, body)
+		}
+	}
+	getAdminJSON(t, capped+"/admin/api/usage/totals?kind=targetcaller&target=mcp/files&span=30", 200)
+	// The store down: 503, never zero rows.
+	_, down, _, _ := clockGateway(t, usageConfig("http://127.0.0.1:1", ``, targetCallerTargets+`"redis": {"address": "127.0.0.1:1"},`))
+	if status, _, body := getAdmin(t, down+"/admin/api/usage/totals?kind=targetcaller", testAliceKey); status != 503 || decodeEnvelope(t, body).Code != "store_unavailable" {
+		t.Fatalf("store down: %d %s", status, body)
 	}
 }
 

@@ -30,7 +30,9 @@ import (
 //   - the in-process book below, fed from the request record (one mutex,
 //     a few adds per request): histograms by route, provider and status
 //     class, requests in flight, cache hits and misses, failovers, and
-//     the limits' rejections. Per replica (aggregate with sum()).
+//     the limits' rejections. Per replica (aggregate with sum()). Also
+//     per replica, read from its own state: the providers' and the MCP
+//     servers' and agents' health gauges (aggregate with min()).
 //
 // Cardinality: the request histograms have one series set per (route,
 // provider, status class) seen — at most routes × (providers + 1) × 5;
@@ -292,6 +294,7 @@ func (g *Gateway) serveMetrics(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	g.maybeSweepTargets() // in the background: this scrape shows the state recorded so far
 	body := renderMetrics(g, r.Context())
 	h := w.Header()
 	h.Set("Content-Type", metricsContentType)
@@ -516,6 +519,7 @@ func renderMetrics(g *Gateway, ctx context.Context) []byte {
 		writeStoreFamilies(mw, f, m.settings.modelLabel)
 	}
 	writeHealth(mw, g)
+	writeTargetHealth(mw, g)
 	mw.family("llmgateway_rate_limit_rejections_total", "counter",
 		"Requests a rate or budget limit refused, by the refusing scope and total; this process only (aggregate with sum()).")
 	for i := 0; i+1 < len(snap.rejections); i += 2 {
@@ -642,6 +646,28 @@ func writeHealth(mw *metricsWriter, g *Gateway) {
 			v = "0"
 		}
 		mw.sample("llmgateway_provider_healthy", []string{"provider", names[i]}, v)
+	}
+}
+
+// writeTargetHealth writes llmgateway_target_healthy: per MCP server
+// (kind mcp) and agent (kind agent), 1 while healthy, 0 while unhealthy
+// (failureThreshold failed observations in a row); a target whose state
+// is unknown (never observed, or failing below the threshold before any
+// success) has no sample — absent, not a fabricated 0 or 1.
+func writeTargetHealth(mw *metricsWriter, g *Gateway) {
+	mw.family("llmgateway_target_healthy", "gauge",
+		"1 while the MCP server or agent is healthy, 0 once failureThreshold observations in a row failed; no sample while unknown; this process's own view (aggregate with min()).")
+	kinds := []string{targetMCP, targetAgent}
+	for k := 0; k < len(kinds); k++ {
+		names := g.targetNames(kinds[k])
+		for i := 0; i < len(names); i++ {
+			switch g.target(kinds[k], names[i]).health.view().State {
+			case targetHealthy:
+				mw.sample("llmgateway_target_healthy", []string{"kind", kinds[k], "name", names[i]}, "1")
+			case targetUnhealthy:
+				mw.sample("llmgateway_target_healthy", []string{"kind", kinds[k], "name", names[i]}, "0")
+			}
+		}
 	}
 }
 

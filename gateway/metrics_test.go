@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // metricsConfig is failoverConfig with metrics on, alice an admin with a
@@ -207,5 +208,47 @@ func TestMetricsLabelEscaping(t *testing.T) {
 	mw.sample("x", []string{"model", "a\"b\\c\nd"}, "1")
 	if got, want := mw.b.String(), `x{model="a\"b\\c\nd"} 1`+"\n"; got != want {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// llmgateway_target_healthy: one sample per MCP server and agent whose
+// state is known — 1 healthy, 0 unhealthy — and none while unknown
+// (never observed, or failing below failureThreshold). The observations
+// are recorded directly (observeTarget): the proxy and federation that
+// record them in traffic are built on other branches.
+func TestMetricsTargetHealth(t *testing.T) {
+	up := newFakeUpstream(t, okJSON(chatOK))
+	cfg := targetsConfig(up.URL, `"targetHealth": {"failureThreshold": 2},
+  "mcpServers": {"files": {"url": "http://127.0.0.1:1/mcp"}, "docs": {"url": "http://127.0.0.1:1/docs"}, "idle": {"url": "http://127.0.0.1:1/idle"}},
+  "agents": {"helper": {"url": "http://127.0.0.1:1/a2a"}, "sayer": {"url": "http://127.0.0.1:1/b"}},`)
+	g, srv, _ := serveTestGateway(t, cfg, nil, nil)
+	_, _, empty := scrape(t, srv.URL, "/metrics", testAliceKey)
+	if !strings.Contains(empty, "# TYPE llmgateway_target_healthy gauge\n") || strings.Contains(empty, "llmgateway_target_healthy{") {
+		t.Fatalf("before any observation:\n%s", empty)
+	}
+	g.observeTarget(g.target(targetMCP, "files"), true, "", time.Millisecond, "passive")
+	docs := g.target(targetMCP, "docs")
+	g.observeTarget(docs, false, "HTTP 503", time.Millisecond, "passive")
+	g.observeTarget(docs, false, "HTTP 503", time.Millisecond, "probe")
+	g.observeTarget(g.target(targetAgent, "helper"), true, "", time.Millisecond, "probe")
+	sayer := g.target(targetAgent, "sayer")
+	g.observeTarget(sayer, false, "connection refused", time.Millisecond, "passive") // below the threshold: unknown
+	status, _, body := scrape(t, srv.URL, "/metrics", testAliceKey)
+	if status != 200 {
+		t.Fatalf("scrape: %d", status)
+	}
+	var got []string
+	for _, line := range strings.Split(body, "\n") {
+		if strings.HasPrefix(line, "llmgateway_target_healthy") {
+			got = append(got, line)
+		}
+	}
+	want := []string{
+		`llmgateway_target_healthy{kind="mcp",name="docs"} 0`,
+		`llmgateway_target_healthy{kind="mcp",name="files"} 1`,
+		`llmgateway_target_healthy{kind="agent",name="helper"} 1`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("target_healthy samples:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -92,3 +92,22 @@ func TestNoNilInMultiValueAssignment(t *testing.T) {
 		}
 	})
 }
+
+// TestNoMultiValueCaseInTaglessSwitch fails on `switch { case a, b: }`
+// in a non-test file of the core: under Yaegi v0.16.1 such a case
+// matches on its first expression only (b true, a false falls through).
+// Write `case a || b:`. A tagged switch (`switch x { case 1, 2: }`) is
+// interpreted correctly.
+func TestNoMultiValueCaseInTaglessSwitch(t *testing.T) {
+	eachCoreSourceNode(t, func(fset *token.FileSet, n ast.Node) {
+		s, ok := n.(*ast.SwitchStmt)
+		if !ok || s.Tag != nil {
+			return
+		}
+		for i := 0; i < len(s.Body.List); i++ {
+			if cc, ok := s.Body.List[i].(*ast.CaseClause); ok && len(cc.List) > 1 {
+				t.Errorf("%s: a case with several expressions in a tagless switch (Yaegi matches the first only; use ||)", fset.Position(cc.Pos()))
+			}
+		}
+	})
+}

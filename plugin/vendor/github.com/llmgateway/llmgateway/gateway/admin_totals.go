@@ -16,10 +16,13 @@ import (
 //	group        configured groups: llmgw:group counters
 //	usermodel    one user's models (user=): the umodel family
 //	modeluser    one model's users (model=): the umodel family
-//	targetcaller MCP servers and A2A agents × their callers: the
-//	             gateway has no MCP or A2A targets yet, so the answer is
-//	             validated and its rows are empty; they fill in when
-//	             those routes land.
+//	targetcaller MCP servers and A2A agents × their callers (ids
+//	             mcp/{target}/{caller}, agent/{target}/{caller}): the
+//	             llmgw:tcaller counters; target= (mcp/{name} or
+//	             agent/{name}, a configured one: else 404) narrows to one
+//	             target, omitted every configured target × every active
+//	             user (capped by adminMaxKeysPerRequest like every
+//	             parameterized read).
 //
 // usermodel and modeluser need admin.stats.userModel: off, they are a
 // 404, decided only once every other parameter is known valid (an
@@ -59,6 +62,7 @@ type totalsRequest struct {
 	group   string
 	user    string
 	model   string
+	target  *targetRuntime // targetcaller's target=; nil: every target
 }
 
 // totalsKindWindows and totalsKindMetrics are what each kind accepts.
@@ -170,6 +174,16 @@ func (g *Gateway) parseTotals(q url.Values) (*totalsRequest, *apiError) {
 	if target != "" && !validTargetName(target) {
 		return nil, errAdminParam("target", target, "must be mcp/{name} or agent/{name}")
 	}
+	if target != "" {
+		kind, name := splitTargetParam(target)
+		if r.target = g.target(kind, name); r.target == nil {
+			what := "MCP server "
+			if kind == targetAgent {
+				what = "agent "
+			}
+			return nil, errAdminNotFound(what + quoteID(name) + " is not configured")
+		}
+	}
 	if r.group != "" && g.cfg.groups[r.group] == nil {
 		return nil, errAdminNotFound("group " + quoteID(r.group) + " is not configured")
 	}
@@ -184,6 +198,38 @@ func (g *Gateway) parseTotals(q url.Values) (*totalsRequest, *apiError) {
 
 // quoteID quotes an id for a message.
 func quoteID(id string) string { return "\"" + strings.Replace(id, "\"", "\\\"", -1) + "\"" }
+
+// splitTargetParam splits a valid target= value into its kind and name.
+func splitTargetParam(v string) (string, string) {
+	i := strings.IndexByte(v, '/')
+	return v[:i], v[i+1:]
+}
+
+// targetCallerRows are targetcaller's ids and key prefixes: t's (or,
+// t nil, every configured target's) callers among the active users.
+func (g *Gateway) targetCallerRows(t *targetRuntime) ([]string, []string) {
+	var targets []*targetRuntime
+	if t != nil {
+		targets = append(targets, t)
+	} else {
+		for _, kind := range []string{targetMCP, targetAgent} {
+			names := g.targetNames(kind)
+			for i := 0; i < len(names); i++ {
+				targets = append(targets, g.target(kind, names[i]))
+			}
+		}
+	}
+	users := g.adminUserNames("")
+	ids := make([]string, 0, len(targets)*len(users))
+	prefixes := make([]string, 0, len(targets)*len(users))
+	for i := 0; i < len(targets); i++ {
+		for j := 0; j < len(users); j++ {
+			ids = append(ids, targets[i].kind+"/"+targets[i].name+"/"+users[j])
+			prefixes = append(prefixes, targetCallerPrefix(targets[i], users[j]))
+		}
+	}
+	return ids, prefixes
+}
 
 // validTargetName reports whether t is mcp/{name} or agent/{name}.
 func validTargetName(t string) bool {
@@ -223,6 +269,8 @@ func (g *Gateway) adminUsageTotals(ctx context.Context, q url.Values) (interface
 		for i := 0; i < len(ids); i++ {
 			prefixes = append(prefixes, userModelStatsPrefix(ids[i], r.model))
 		}
+	case "targetcaller":
+		ids, prefixes = g.targetCallerRows(r.target)
 	}
 	rows, e := g.readTotals(ctx, r, ids, prefixes)
 	if e != nil {

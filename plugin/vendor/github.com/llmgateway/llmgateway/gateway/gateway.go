@@ -54,6 +54,8 @@ type Gateway struct {
 	// mcp is the federated MCP endpoint's book: cached tool listings,
 	// logged failures (mcp_client.go).
 	mcp federationState
+	// sweeper runs the targets' active health probes (targets_health.go).
+	sweeper *targetSweeper
 	// configView is the redacted Config GET /admin/api/config answers
 	// (admin_config.go), taken in New; nil with admin off.
 	configView map[string]interface{}
@@ -89,6 +91,7 @@ func New(next http.Handler, cfg *Config, opts Options) (*Gateway, error) {
 		throttle:       newAuthThrottle(nil),
 		started:        time.Now(),
 		keepaliveEvery: keepaliveEvery,
+		sweeper:        newTargetSweeper(),
 	}
 	for i := 0; i < len(compiled.warnings); i++ {
 		warnings.warnf("%s", compiled.warnings[i])
@@ -174,9 +177,11 @@ func inProcessStore(opts Options, role string) *store.Memory {
 }
 
 // Close releases the gateway's background resources (idle upstream
-// connections). In-flight requests finish normally.
+// connections; a running target probe sweep is cancelled and waited
+// for). In-flight requests finish normally.
 func (g *Gateway) Close() error {
 	g.discovery.close()
+	g.sweeper.close()
 	g.limiter.async.wait()
 	if g.redis != nil {
 		g.redis.Close()
