@@ -189,7 +189,7 @@ func mcpRequest(x *mcpExchange, method string, params json.RawMessage) (*mcpAnsw
 // mcpSend POSTs one message (a request with id, or a notification when
 // id is "") to the backend and reads the answer.
 func mcpSend(x *mcpExchange, body []byte, id string) (*mcpAnswer, *mcpFailure) {
-	req, err := http.NewRequestWithContext(x.ctx, http.MethodPost, x.t.base.String(), bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(x.ctx, http.MethodPost, x.t.endpoint, bytes.NewReader(body))
 	if err != nil {
 		return nil, &mcpFailure{message: "could not build the request", class: apierr.ClassConnect}
 	}
@@ -380,7 +380,7 @@ func mcpClose(x *mcpExchange) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), mcpDeleteTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, x.t.base.String(), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, x.t.endpoint, nil)
 	if err != nil {
 		return
 	}

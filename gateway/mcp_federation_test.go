@@ -610,3 +610,20 @@ func FuzzMCPAnswer(f *testing.F) {
 		}
 	})
 }
+
+// A server configured with a trailing slash ("…/mcp/", a ServeMux
+// subtree) is POSTed at exactly that URL: the slash-less form would be
+// redirected, and the call fail.
+func TestFederatedTrailingSlashEndpoint(t *testing.T) {
+	f := newFakeMCP(t, "slash", "json", "echo")
+	mux := http.NewServeMux()
+	mux.Handle("/mcp/", f)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	_, base, _ := fedGateway(t, map[string]*fakeMCP{}, map[string]interface{}{
+		"mcpServers": map[string]interface{}{"slash": map[string]interface{}{"url": srv.URL + "/mcp/"}}}, nil)
+	status, reply := rpc(t, base.URL, fedAliceKey, "tools/list", `{}`, nil)
+	if status != 200 || reply.Error != nil || len(toolNames(t, reply.Result)) != 1 || toolNames(t, reply.Result)[0] != "slash_echo" {
+		t.Fatalf("tools/list through a trailing-slash URL: %d %+v %s", status, reply.Error, reply.Result)
+	}
+}

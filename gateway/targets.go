@@ -50,6 +50,10 @@ type targetRuntime struct {
 	// or fragment).
 	base    *url.URL
 	display string
+	// endpoint is the configured URL as written (a trailing slash kept):
+	// where federation and the MCP probe POST (a server mounted at
+	// "/mcp/" may redirect "/mcp").
+	endpoint string
 	// card is an agent's card path (starts with "/").
 	card string
 	// header holds the configured headers, secrets resolved: sent on
@@ -131,9 +135,10 @@ func compileTarget(field, kind, name, raw string, headers map[string]string) (*t
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Fragment != "" {
 		return nil, fmt.Errorf("config: %s.url: %q is not an http(s) URL with a host", field, stripURLSecrets(raw))
 	}
+	endpoint := u.String()
 	u.Path = strings.TrimRight(u.Path, "/")
 	u.RawPath = ""
-	t := &targetRuntime{kind: kind, name: name, base: u, display: stripURLSecrets(raw),
+	t := &targetRuntime{kind: kind, name: name, base: u, endpoint: endpoint, display: stripURLSecrets(raw),
 		legacySSE: strings.HasSuffix(u.Path, "/sse"), health: &targetHealth{}}
 	for k, v := range headers {
 		canon := http.CanonicalHeaderKey(k)

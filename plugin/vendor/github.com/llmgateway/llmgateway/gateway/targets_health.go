@@ -306,7 +306,7 @@ func probeRequest(ctx context.Context, t *targetRuntime, method, target string, 
 // probeMCP pings a Streamable HTTP server (see the file comment for the
 // verdicts).
 func (g *Gateway) probeMCP(ctx context.Context, t *targetRuntime, timeout time.Duration) (bool, string) {
-	target := probeURL(t, "")
+	target := t.endpoint // where federation POSTs, as configured
 	req, err := probeRequest(ctx, t, http.MethodPost, target, strings.NewReader(probeMCPRequestRaw))
 	if err != nil {
 		return false, "the probe request could not be built"
