@@ -96,3 +96,24 @@ func TestAdminTargetsDegraded(t *testing.T) {
 		t.Fatalf("store down: %s (%v)", body, err)
 	}
 }
+
+// End to end: federated traffic shows in the admin targets route — the
+// server's request counters and its passively recorded health.
+func TestAdminTargetsFromFederatedTraffic(t *testing.T) {
+	f := newFakeMCP(t, "alpha", "json", "echo")
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	g, base, _ := fedGateway(t, map[string]*fakeMCP{"alpha": f}, map[string]interface{}{"admin": map[string]interface{}{"enabled": true}},
+		func(g *Gateway) { g.mcp.now = func() time.Time { return now } })
+	userByName(t, g, "alice").admin = true
+	for i := 0; i < 2; i++ {
+		if status, reply := rpc(t, base.URL, fedAliceKey, "tools/list", `{}`, nil); status != 200 || reply.Error != nil {
+			t.Fatalf("tools/list %d: %d %+v", i, status, reply.Error)
+		}
+		now = now.Add(federatedToolsTTL + time.Second) // the second listing reaches the server again
+	}
+	g.limiter.async.wait()
+	status, _, body := getAdmin(t, base.URL+"/admin/api/targets", fedAliceKey)
+	if status != 200 || !strings.Contains(body, `"requestsPerDay":2`) || !strings.Contains(body, `"state":"healthy"`) || !strings.Contains(body, `"source":"passive"`) {
+		t.Fatalf("targets after two federated listings: %d %s", status, body)
+	}
+}
