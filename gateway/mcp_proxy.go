@@ -307,6 +307,8 @@ func (x *targetExchange) modify(resp *http.Response) error {
 		x.rewriteCard(resp)
 	case c.r.Method == http.MethodGet && isEventStream(resp.Header):
 		resp.Body = &endpointRewriter{src: resp.Body, x: x}
+		resp.ContentLength = -1
+		resp.Header.Del("Content-Length")
 	}
 	return nil
 }

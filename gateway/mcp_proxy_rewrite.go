@@ -117,6 +117,10 @@ func (e *endpointRewriter) Read(p []byte) (int, error) {
 			}
 			return e.src.Read(p)
 		}
+		e.scan()
+		if len(e.out) > 0 {
+			break
+		}
 		if e.err != nil || len(e.held) > maxEndpointEventBytes {
 			// The stream ended, or its first event is too large to be an
 			// endpoint event: what was held goes as it came.
@@ -124,10 +128,6 @@ func (e *endpointRewriter) Read(p []byte) (int, error) {
 			e.out = e.held
 			e.held = nil
 			continue
-		}
-		e.scan()
-		if len(e.out) > 0 {
-			break
 		}
 		if e.buf == nil {
 			e.buf = make([]byte, 16<<10)
