@@ -82,7 +82,9 @@ func (c *compiledConfig) compileTargets(cfg *Config) error {
 		return err
 	}
 	c.targetHealth = hs
-	c.mcpServers, c.mcpNames = map[string]*targetRuntime{}, nil
+	// One assignment each: Yaegi mishandles nil in a multi-value one.
+	c.mcpServers = map[string]*targetRuntime{}
+	c.mcpNames = nil
 	for name, tc := range cfg.McpServers {
 		field := "mcpServers." + name
 		if tc == nil {
@@ -96,7 +98,8 @@ func (c *compiledConfig) compileTargets(cfg *Config) error {
 		c.mcpNames = append(c.mcpNames, name)
 	}
 	sort.Strings(c.mcpNames)
-	c.agents, c.agentNames = map[string]*targetRuntime{}, nil
+	c.agents = map[string]*targetRuntime{}
+	c.agentNames = nil
 	for name, ac := range cfg.Agents {
 		field := "agents." + name
 		if ac == nil {
