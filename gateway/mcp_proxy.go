@@ -157,7 +157,8 @@ func hasTraversal(esc string) bool {
 		return false
 	}
 	dec, err := url.PathUnescape(esc)
-	if err != nil || hasControlChar(dec) || strings.IndexByte(dec, 0x7f) >= 0 {
+	// One stdlib scan each (cheap under Yaegi): every control character.
+	if err != nil || strings.ContainsAny(dec, headerControlChars) || strings.IndexByte(dec, '\t') >= 0 {
 		return true
 	}
 	// Every separator the target might honour: "/" (escaped or not) and

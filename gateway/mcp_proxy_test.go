@@ -111,6 +111,8 @@ func TestTargetProxyRefusals(t *testing.T) {
 		{"escaped_backslash_dotdot", post("/mcp/main/a%5C..%5Cb", proxyAliceKey, nil), 400, "invalid_request_error", "invalid_path"},
 		{"nul", post("/mcp/main/a%00b", proxyAliceKey, nil), 400, "invalid_request_error", "invalid_path"},
 		{"control", post("/mcp/main/a%0Ab", proxyAliceKey, nil), 400, "invalid_request_error", "invalid_path"},
+		{"tab", post("/mcp/main/a%09b", proxyAliceKey, nil), 400, "invalid_request_error", "invalid_path"},
+		{"del", post("/mcp/main/a%7Fb", proxyAliceKey, nil), 400, "invalid_request_error", "invalid_path"},
 		{"escaped_name_dotdot", post("/mcp/%2e%2e/x", proxyAliceKey, nil), 400, "invalid_request_error", "invalid_path"},
 		{"upgrade", post("/mcp/main/", proxyAliceKey, map[string]string{"Upgrade": "websocket", "Connection": "Upgrade"}), 501, "invalid_request_error", "upgrade_not_supported"},
 	}
