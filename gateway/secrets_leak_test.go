@@ -282,3 +282,109 @@ func TestSecretsNeverLeakConstructionErrors(t *testing.T) {
 func jsonUnmarshalString(doc string, v interface{}) error {
 	return json.Unmarshal([]byte(doc), v)
 }
+
+// The per-target proxy: the gateway key never reaches a target (so a
+// target that echoes every header it got shows none), and the headers
+// configured for a target, in every secret form, do not come back in a
+// target's error answer or headers, nor in the log.
+func TestSecretsNeverLeakTargetProxy(t *testing.T) {
+	const (
+		targetEnvToken  = "tok-LEAK-target-env-6b1d"
+		targetFileToken = "tok-LEAK-target-file-0c9e"
+		targetLitToken  = "tok-LEAK-target-literal-44aa"
+	)
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "target.token")
+	if err := os.WriteFile(tokenFile, []byte(targetFileToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	setenv(t, "LLMGW_LEAK_TARGET", targetEnvToken)
+	echo := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		var all strings.Builder
+		for k, vs := range r.Header {
+			all.WriteString(k + "=" + strings.Join(vs, ",") + ";")
+		}
+		if strings.HasSuffix(r.URL.Path, "/fail") {
+			w.Header().Set("X-Echo", all.String())
+			w.Header().Set("Content-Type", "text/plain")
+			w.WriteHeader(500)
+			_, _ = io.WriteString(w, "rejected: "+all.String())
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "data: "+all.String()+"\n\n")
+	})
+	stall := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	cfg := withTop(leakFixture(t, echo.URL), `"mcpServers": {
+		"plain": {"url": "`+echo.URL+`/plain"},
+		"tokened": {"url": "`+echo.URL+`/tok", "headers": {"Authorization": "Bearer env:LLMGW_LEAK_TARGET", "X-Env": "env:LLMGW_LEAK_TARGET", "X-File": "file:`+tokenFile+`", "X-Lit": "`+targetLitToken+`"}},
+		"stalled": {"url": "`+stall.URL+`/mcp"},
+		"dead": {"url": "http://127.0.0.1:1/mcp"}},
+		"agents": {"ag": {"url": "`+echo.URL+`/ag", "headers": {"X-Env": "env:LLMGW_LEAK_TARGET"}}},`)
+	// "Bearer env:..." is a literal (a secret form is the whole value):
+	// the env form goes in its own header.
+	cfg = strings.Replace(cfg, `"Authorization": "Bearer env:LLMGW_LEAK_TARGET", `, "", 1)
+	cfg = strings.Replace(cfg, `"requestTimeout": "2s"`, `"requestTimeout": "300ms"`, 1)
+	cfg = strings.Replace(cfg, `"limited": {"providers": ["lit"], "models": ["m-ok"]}`, `"limited": {"providers": ["lit"], "models": ["m-ok"], "mcpServers": ["plain"]}`, 1)
+	srv, logs := newTestGateway(t, cfg, nil)
+	secrets := append([]string{targetEnvToken, targetFileToken, targetLitToken}, leakSecrets...)
+	sse := map[string]string{"Accept": "text/event-stream", "Cookie": "c=" + leakUserFile}
+	cases := []leakCase{
+		{"echo_plain_literal_user", testRequest{method: "GET", path: "/mcp/plain/", headers: mergeHeaders(bearer(leakUserLiteral), sse)}, 200},
+		{"echo_plain_env_user_x_api_key", testRequest{method: "GET", path: "/mcp/plain/", headers: mergeHeaders(map[string]string{"X-Api-Key": leakUserEnv}, sse)}, 200},
+		{"echo_both_credentials", testRequest{path: "/mcp/plain/x", body: `{}`, headers: map[string]string{"Authorization": "Bearer " + leakUserFile, "X-Api-Key": leakUserFile}}, 200},
+		{"tokened_error_echo", testRequest{path: "/mcp/tokened/fail", body: `{}`, headers: bearer(leakUserLiteral)}, 500},
+		{"agent_error_echo", testRequest{path: "/a2a/ag/fail", body: `{}`, headers: bearer(leakUserLiteral)}, 500},
+		{"unauthorized", testRequest{path: "/mcp/tokened/", body: `{}`, headers: bearer(leakProviderLiteral)}, 401},
+		{"forbidden", testRequest{path: "/mcp/tokened/", body: `{}`, headers: bearer(leakUserEnv)}, 403},
+		{"unknown", testRequest{path: "/mcp/nothing-here/", body: `{}`, headers: bearer(leakUserLiteral)}, 404},
+		{"traversal", testRequest{path: "/mcp/tokened/%2e%2e/x", body: `{}`, headers: bearer(leakUserLiteral)}, 400},
+		{"stalled", testRequest{path: "/mcp/stalled/", body: `{}`, headers: bearer(leakUserFile)}, 504},
+		{"dead", testRequest{path: "/mcp/dead/", body: `{}`, headers: bearer(leakUserFile)}, 502},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := send(t, srv.URL, tc.req)
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d; body %s", resp.StatusCode, tc.status, body)
+			}
+			var hdr strings.Builder
+			for k, vs := range resp.Header {
+				hdr.WriteString(k + ": " + strings.Join(vs, ",") + "\n")
+			}
+			for _, s := range secrets {
+				if strings.Contains(body, s) || strings.Contains(hdr.String(), s) {
+					t.Errorf("the answer carries %q:\n%s\n%s", s, hdr.String(), body)
+				}
+			}
+			if tc.status == 500 && !strings.Contains(body, "[REDACTED]") {
+				t.Errorf("the echoed error shows no redaction: %s", body)
+			}
+		})
+	}
+	// The target did get its headers (the redaction above is not a
+	// header that was never sent).
+	echo.mu.Lock()
+	defer echo.mu.Unlock()
+	for _, r := range echo.requests {
+		if strings.HasPrefix(r.path, "/tok") && (r.header.Get("X-Env") != targetEnvToken || r.header.Get("X-File") != targetFileToken || r.header.Get("X-Lit") != targetLitToken) {
+			t.Errorf("the target got X-Env %q X-File %q X-Lit %q", r.header.Get("X-Env"), r.header.Get("X-File"), r.header.Get("X-Lit"))
+		}
+	}
+	for _, s := range secrets {
+		if strings.Contains(logs.String(), s) {
+			t.Errorf("the log carries %q", s)
+		}
+	}
+}
+
+func mergeHeaders(a, b map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}

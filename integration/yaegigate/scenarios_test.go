@@ -158,6 +158,8 @@ func gatewayConfig(upstreamURL string) map[string]interface{} {
 			},
 		},
 		"admin": map[string]interface{}{"enabled": true, "stats": map[string]interface{}{"userModel": true, "latency": true}},
+		// The "mcp proxy" scenario's server (mcp_scenario_test.go).
+		"mcpServers": map[string]interface{}{fakeMCPServerName: map[string]interface{}{"url": sharedFakeMCP().URL()}},
 	}
 }
 
@@ -321,6 +323,10 @@ func runGatewayScenarios(t *testing.T, front string, up *fixtureUpstream, next *
 
 	t.Run("stream is incremental", func(t *testing.T) {
 		runStreamScenario(t, c, up)
+	})
+
+	t.Run("mcp proxy", func(t *testing.T) {
+		runMCPProxyScenario(t, c)
 	})
 
 	t.Run("admin", func(t *testing.T) {
