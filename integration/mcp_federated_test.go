@@ -80,15 +80,6 @@ func startMCPBackends(t *testing.T) []*mcpBackend {
 	}
 }
 
-// keyTransport adds the gateway key to every request.
-type keyTransport struct{ key string }
-
-func (k keyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+k.key)
-	return http.DefaultTransport.RoundTrip(r)
-}
-
 func TestMCPFederatedThroughBinary(t *testing.T) {
 	backends := startMCPBackends(t)
 	servers := map[string]interface{}{}
