@@ -757,3 +757,19 @@ func TestTargetProxyClientGone(t *testing.T) {
 		t.Errorf("health %+v", v)
 	}
 }
+
+// /mcp/{name}/ with no rest reaches the configured URL as written: a
+// server mounted on a ServeMux subtree ("…/mcp/") is not redirected.
+func TestTargetProxyTrailingSlashEndpoint(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.Handle("/mcp/", mcpJSON())
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	_, base, _, _ := proxyGateway(t, proxyConfig(`"sub": {"url": "`+srv.URL+`/mcp/"}`, ``, ``, ``))
+	for _, p := range []string{"/mcp/sub/", "/mcp/sub"} {
+		status, _, body := do(t, "POST", base+p, proxyAliceKey, `{"jsonrpc":"2.0","id":1,"method":"initialize"}`)
+		if status != 200 || !strings.Contains(body, `"protocolVersion"`) {
+			t.Fatalf("POST %s: %d %s", p, status, body)
+		}
+	}
+}

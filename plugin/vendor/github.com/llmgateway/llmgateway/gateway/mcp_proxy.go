@@ -184,13 +184,15 @@ func mountPath(t *targetRuntime) string {
 }
 
 // targetURL is the upstream URL of a proxied request: the configured URL
-// when sub is empty, else the mount path + "/" + sub (the client's own
+// (its path as written) when sub is empty, else the mount path + "/" + sub (the client's own
 // escaping kept); the configured query, then the client's.
 func targetURL(t *targetRuntime, sub string, in *url.URL) *url.URL {
 	u := *t.base
 	u.User = nil
 	u.Fragment = ""
 	if sub == "" {
+		u.Path = t.endpointPath // as configured, a trailing slash kept
+		u.RawPath = ""
 		if u.Path == "" {
 			u.Path = "/"
 		}

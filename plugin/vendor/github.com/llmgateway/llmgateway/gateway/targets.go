@@ -52,8 +52,10 @@ type targetRuntime struct {
 	display string
 	// endpoint is the configured URL as written (a trailing slash kept):
 	// where federation and the MCP probe POST (a server mounted at
-	// "/mcp/" may redirect "/mcp").
-	endpoint string
+	// "/mcp/" may redirect "/mcp"); endpointPath is its path, what the
+	// proxy's /mcp/{name}/ (no rest) reaches.
+	endpoint     string
+	endpointPath string
 	// card is an agent's card path (starts with "/").
 	card string
 	// header holds the configured headers, secrets resolved: sent on
@@ -136,9 +138,10 @@ func compileTarget(field, kind, name, raw string, headers map[string]string) (*t
 		return nil, fmt.Errorf("config: %s.url: %q is not an http(s) URL with a host", field, stripURLSecrets(raw))
 	}
 	endpoint := u.String()
+	endpointPath := u.Path
 	u.Path = strings.TrimRight(u.Path, "/")
 	u.RawPath = ""
-	t := &targetRuntime{kind: kind, name: name, base: u, endpoint: endpoint, display: stripURLSecrets(raw),
+	t := &targetRuntime{kind: kind, name: name, base: u, endpoint: endpoint, endpointPath: endpointPath, display: stripURLSecrets(raw),
 		legacySSE: strings.HasSuffix(u.Path, "/sse"), health: &targetHealth{}}
 	for k, v := range headers {
 		canon := http.CanonicalHeaderKey(k)
