@@ -178,14 +178,7 @@ func runFederatedMCPScenario(t *testing.T, front routeFront) {
 // interpreted by Yaegi.
 func TestYaegiInterpreterFederatedMCP(t *testing.T) {
 	p := loadInterpreted(t)
-	runFederatedMCPScenario(t, func(t *testing.T, cfg map[string]interface{}) string {
-		ctx, cancel := context.WithCancel(context.Background())
-		t.Cleanup(cancel)
-		next := &nextHandler{}
-		h, err := p.build(ctx, next, traefikConfig(t, cfg), "llmgateway-mcp-federated")
-		require.NoError(t, err, "New (interpreter output: %s)", p.output.String())
-		return serveRouting(t, h, next)
-	})
+	runFederatedMCPScenario(t, interpretedFront(p, "llmgateway-mcp-federated"))
 	if t.Failed() {
 		t.Logf("interpreter output:\n%s", p.output.String())
 	}
@@ -194,27 +187,11 @@ func TestYaegiInterpreterFederatedMCP(t *testing.T) {
 // TestTraefikLoaderFederatedMCP runs the scenario through the middleware
 // built by Traefik's loader.
 func TestTraefikLoaderFederatedMCP(t *testing.T) {
-	runFederatedMCPScenario(t, func(t *testing.T, cfg map[string]interface{}) string {
-		ctx, cancel := context.WithCancel(context.Background())
-		t.Cleanup(cancel)
-		next := &nextHandler{}
-		h, err := loaderBuild(t, ctx, cfg, next)
-		require.NoError(t, err)
-		return serveRouting(t, h, next)
-	})
+	runFederatedMCPScenario(t, loaderFront)
 }
 
 // TestRealTraefikFederatedMCP runs the scenario through a real Traefik
 // v3.6.12 loading the plugin (LLMGW_REAL_TRAEFIK=1).
 func TestRealTraefikFederatedMCP(t *testing.T) {
-	bin := traefikBinary(t)
-	runFederatedMCPScenario(t, func(t *testing.T, cfg map[string]interface{}) string {
-		dummyHits := &nextHandler{}
-		dummy := httptest.NewServer(dummyHits)
-		t.Cleanup(func() {
-			dummy.Close()
-			assert.Zero(t, dummyHits.hits.Load(), "the gateway's routes must not reach the router's service")
-		})
-		return startRealTraefik(t, bin, cfg, dummy.URL).base
-	})
+	runFederatedMCPScenario(t, realTraefikFront(traefikBinary(t)))
 }

@@ -591,20 +591,50 @@ func serveRouting(t *testing.T, h http.Handler, next *nextHandler) string {
 	return front.URL
 }
 
-// TestYaegiInterpreterRouting runs the routing scenarios through the
-// plugin interpreted by Yaegi (each gateway built by New under its own
-// name from the same interpreter).
-func TestYaegiInterpreterRouting(t *testing.T) {
-	p := loadInterpreted(t)
+// interpretedFront builds each scenario's gateway with the plugin
+// interpreted by Yaegi (p), named prefix-N.
+func interpretedFront(p *interpretedPlugin, prefix string) routeFront {
 	var n atomic.Int64
-	runRoutingScenarios(t, func(t *testing.T, cfg map[string]interface{}) string {
+	return func(t *testing.T, cfg map[string]interface{}) string {
 		ctx, cancel := context.WithCancel(context.Background())
 		t.Cleanup(cancel)
 		next := &nextHandler{}
-		h, err := p.build(ctx, next, traefikConfig(t, cfg), "llmgateway-routing-"+strconv.FormatInt(n.Add(1), 10))
+		h, err := p.build(ctx, next, traefikConfig(t, cfg), prefix+"-"+strconv.FormatInt(n.Add(1), 10))
 		require.NoError(t, err, "New (interpreter output: %s)", p.output.String())
 		return serveRouting(t, h, next)
-	})
+	}
+}
+
+// loaderFront builds each scenario's gateway with Traefik's loader.
+func loaderFront(t *testing.T, cfg map[string]interface{}) string {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	next := &nextHandler{}
+	h, err := loaderBuild(t, ctx, cfg, next)
+	require.NoError(t, err)
+	return serveRouting(t, h, next)
+}
+
+// realTraefikFront runs each scenario's gateway in a real Traefik
+// process (bin) loading the plugin; the router's own service must never
+// be reached.
+func realTraefikFront(bin string) routeFront {
+	return func(t *testing.T, cfg map[string]interface{}) string {
+		dummyHits := &nextHandler{}
+		dummy := httptest.NewServer(dummyHits)
+		t.Cleanup(func() {
+			dummy.Close()
+			assert.Zero(t, dummyHits.hits.Load(), "the gateway's routes must not reach the router's service")
+		})
+		return startRealTraefik(t, bin, cfg, dummy.URL).base
+	}
+}
+
+// TestYaegiInterpreterRouting runs the routing scenarios through the
+// plugin interpreted by Yaegi.
+func TestYaegiInterpreterRouting(t *testing.T) {
+	p := loadInterpreted(t)
+	runRoutingScenarios(t, interpretedFront(p, "llmgateway-routing"))
 	if t.Failed() {
 		t.Logf("interpreter output:\n%s", p.output.String())
 	}
@@ -613,30 +643,14 @@ func TestYaegiInterpreterRouting(t *testing.T) {
 // TestTraefikLoaderRouting runs the routing scenarios through
 // middlewares built by Traefik's loader.
 func TestTraefikLoaderRouting(t *testing.T) {
-	runRoutingScenarios(t, func(t *testing.T, cfg map[string]interface{}) string {
-		ctx, cancel := context.WithCancel(context.Background())
-		t.Cleanup(cancel)
-		next := &nextHandler{}
-		h, err := loaderBuild(t, ctx, cfg, next)
-		require.NoError(t, err)
-		return serveRouting(t, h, next)
-	})
+	runRoutingScenarios(t, loaderFront)
 }
 
 // TestRealTraefikRouting runs the routing scenarios through real Traefik
 // v3.6.12 processes loading the plugin, one per gateway
 // (LLMGW_REAL_TRAEFIK=1).
 func TestRealTraefikRouting(t *testing.T) {
-	bin := traefikBinary(t)
-	runRoutingScenarios(t, func(t *testing.T, cfg map[string]interface{}) string {
-		dummyHits := &nextHandler{}
-		dummy := httptest.NewServer(dummyHits)
-		t.Cleanup(func() {
-			dummy.Close()
-			assert.Zero(t, dummyHits.hits.Load(), "the gateway's routes must not reach the router's service")
-		})
-		return startRealTraefik(t, bin, cfg, dummy.URL).base
-	})
+	runRoutingScenarios(t, realTraefikFront(traefikBinary(t)))
 }
 
 // TestYaegiRoutingSelectIsShared records a Yaegi v0.16.1 defect, with
