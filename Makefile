@@ -10,7 +10,7 @@ MODULE := github.com/llmgateway/llmgateway
 help: ## list targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sort | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
-test: vendor-check ## unit tests (compiled and under yaegi test), the Yaegi gate (interpreter + Traefik's loader), SDK tests through the binary
+test: vendor-check admin-ui-check ## unit tests (compiled and under yaegi test), the Yaegi gate (interpreter + Traefik's loader), SDK tests through the binary; the dashboard's assets against webui/ (needs no Node: skips without it)
 	$(GO) test -count=1 -race ./gateway/... ./plugin/... ./cmd/...
 	$(GO) test -count=1 ./integration/...
 	scripts/yaegi-unit.sh

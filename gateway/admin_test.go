@@ -1,10 +1,10 @@
 package gateway
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
+	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -76,7 +76,7 @@ func TestAdminEventsRoute(t *testing.T) {
 	}
 	// The page needs no key and carries no data.
 	status, h, body = getAdmin(t, srv.URL+"/admin", "")
-	if status != 200 || !strings.HasPrefix(h.Get("Content-Type"), "text/html") || h.Get("Content-Security-Policy") != adminCSP || !strings.Contains(body, "/admin/api/") {
+	if status != 200 || !strings.HasPrefix(h.Get("Content-Type"), "text/html") || h.Get("Content-Security-Policy") != adminCSP || !strings.Contains(body, "/admin/assets/") {
 		t.Fatalf("GET /admin: %d %v %s", status, h, body)
 	}
 }
@@ -111,45 +111,89 @@ func TestAdminEventsRedis(t *testing.T) {
 	}
 }
 
-// The page names its stylesheet by content hash; the asset is served
-// without a key, immutable; an unknown asset is the 404 envelope. Every
-// response carries the CSP and nosniff.
+// The page (the built dashboard, admin_assets_gen.go) and every generated
+// asset: served without a key, the page no-store and the assets
+// immutable, each with its content type; the page references only assets
+// that exist and holds no inline script or style (the CSP forbids them);
+// an unknown asset is the 404 envelope. Every response carries the CSP
+// and nosniff; HEAD answers the headers only.
 func TestAdminAssets(t *testing.T) {
 	up := newRoutedUpstream(t)
 	srv, _ := newTestGateway(t, adminConfig(up.URL, `"admin": {"enabled": true},`), nil)
-	status, _, page := getAdmin(t, srv.URL+"/admin", "")
-	i := strings.Index(page, "/admin/assets/")
-	if status != 200 || i < 0 {
-		t.Fatalf("GET /admin: %d %s", status, page)
+	status, h, page := getAdmin(t, srv.URL+"/admin", "")
+	if status != 200 || page != adminIndexHTML || !strings.HasPrefix(h.Get("Content-Type"), "text/html") || h.Get("Cache-Control") != "no-store" ||
+		h.Get("X-Content-Type-Options") != "nosniff" || h.Get("Content-Security-Policy") != adminCSP {
+		t.Fatalf("GET /admin: %d %v %s", status, h, page)
 	}
-	name := page[i+len("/admin/assets/"):]
-	name = name[:strings.IndexByte(name, '"')]
-	sum := sha256.Sum256([]byte(adminAssetCSS))
-	if name != "admin-"+hex.EncodeToString(sum[:6])+".css" {
-		t.Fatalf("asset name %q does not carry the content hash", name)
+	// No inline script or style: every <script> has a src and no body.
+	for _, m := range regexp.MustCompile(`(?is)<script\b([^>]*)>(.*?)</script>`).FindAllStringSubmatch(page, -1) {
+		if !strings.Contains(m[1], "src=") || strings.TrimSpace(m[2]) != "" {
+			t.Fatalf("inline script in the page: %s", m[0])
+		}
 	}
-	status, h, body := getAdmin(t, srv.URL+"/admin/assets/"+name, "")
-	if status != 200 || body != adminAssetCSS || h.Get("Cache-Control") != "public, max-age=31536000, immutable" ||
-		!strings.HasPrefix(h.Get("Content-Type"), "text/css") || h.Get("X-Content-Type-Options") != "nosniff" || h.Get("Content-Security-Policy") != adminCSP {
-		t.Fatalf("asset: %d %v %q", status, h, body)
+	for _, bad := range []string{`(?i)<style\b`, `(?i)\sstyle\s*=`, `(?i)\son[a-z]+\s*=`, `(?i)javascript:`} {
+		if loc := regexp.MustCompile(bad).FindStringIndex(page); loc != nil {
+			t.Fatalf("the page has %q (the CSP forbids inline script and style): %s", bad, page[loc[0]:])
+		}
 	}
-	status, h, body = getAdmin(t, srv.URL+"/admin/assets/admin-000000000000.css", "")
+	// The page references only assets that exist, a module script and a
+	// stylesheet among them.
+	refs := regexp.MustCompile(`/admin/assets/([^"'\s>?#]+)`).FindAllStringSubmatch(page, -1)
+	kinds := map[string]bool{}
+	for _, m := range refs {
+		a, ok := adminAssets[m[1]]
+		if !ok {
+			t.Fatalf("the page references %s, which is not generated", m[0])
+		}
+		kinds[strings.SplitN(a.contentType, ";", 2)[0]] = true
+	}
+	if !kinds["text/javascript"] || !kinds["text/css"] || !strings.Contains(page, `type="module"`) {
+		t.Fatalf("the page references %v: want a module script and a stylesheet", refs)
+	}
+	// Every generated asset, by its hashed name, with its content type.
+	wantType := map[string]string{".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml",
+		".png": "image/png", ".woff2": "font/woff2", ".woff": "font/woff", ".ico": "image/x-icon", ".json": "application/json; charset=utf-8"}
+	hashed := regexp.MustCompile(`^[A-Za-z0-9_.-]+-[A-Za-z0-9_-]{8,}\.[a-z0-9]+$`)
+	if len(adminAssets) == 0 {
+		t.Fatal("no generated assets")
+	}
+	for name, a := range adminAssets {
+		if !hashed.MatchString(name) {
+			t.Fatalf("asset name %q carries no content hash", name)
+		}
+		ext := name[strings.LastIndexByte(name, '.'):]
+		if want, ok := wantType[ext]; ok && a.contentType != want {
+			t.Fatalf("%s: content type %q, want %q", name, a.contentType, want)
+		}
+		status, h, body := getAdmin(t, srv.URL+"/admin/assets/"+name, "")
+		if status != 200 || body != a.body || h.Get("Content-Type") != a.contentType || h.Get("Cache-Control") != "public, max-age=31536000, immutable" ||
+			h.Get("X-Content-Type-Options") != "nosniff" || h.Get("Content-Security-Policy") != adminCSP {
+			t.Fatalf("asset %s: %d %v (%d bytes, want %d)", name, status, h, len(body), len(a.body))
+		}
+	}
+	status, h, body := getAdmin(t, srv.URL+"/admin/assets/index-00000000.js", "")
 	if status != 404 || !strings.Contains(body, `"not_found"`) || h.Get("Content-Security-Policy") != adminCSP || h.Get("X-Content-Type-Options") != "nosniff" {
 		t.Fatalf("unknown asset: %d %v %s", status, h, body)
 	}
-	req, _ := http.NewRequest(http.MethodHead, srv.URL+"/admin/assets/"+name, nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 || resp.Header.Get("Cache-Control") == "" {
-		t.Fatalf("HEAD asset: %d %v", resp.StatusCode, resp.Header)
+	name := refs[0][1]
+	for _, path := range []string{"/admin", "/admin/assets/" + name} {
+		req, _ := http.NewRequest(http.MethodHead, srv.URL+path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || resp.Header.Get("Cache-Control") == "" || resp.Header.Get("Content-Type") == "" || n != 0 {
+			t.Fatalf("HEAD %s: %d %v (%d body bytes)", path, resp.StatusCode, resp.Header, n)
+		}
 	}
 	// Disabled: not registered.
 	off, _ := newTestGateway(t, adminConfig(up.URL, ``), nil)
-	if status, _, _ := getAdmin(t, off.URL+"/admin/assets/"+name, ""); status != 404 {
-		t.Fatalf("admin off: asset answered %d", status)
+	for _, path := range []string{"/admin", "/admin/assets/" + name} {
+		if status, _, _ := getAdmin(t, off.URL+path, ""); status != 404 {
+			t.Fatalf("admin off: %s answered %d", path, status)
+		}
 	}
 }
 
