@@ -558,6 +558,11 @@ func TestDashboardInChromium(t *testing.T) {
 	d.goTo("home")
 	d.noProblems("back home")
 
+	// The figures of the known traffic on every page (five requests
+	// counted — a refused one counts — four answered, one refusal).
+	dashFigures(t, d)
+	d.noProblems("the figures")
+
 	// The key: in this tab's sessionStorage only.
 	assert.Equal(t, dashAdminKey, dashEval[string](d, `sessionStorage.getItem('`+dashStorageKey+`') ?? ''`))
 	assert.Empty(t, dashEval[[]string](d, `Object.keys(localStorage).filter((k) => k.includes('`+dashAdminKey+`') || (localStorage.getItem(k) ?? '').includes('`+dashAdminKey+`'))`), "localStorage")
@@ -604,4 +609,55 @@ func TestDashboardInChromium(t *testing.T) {
 	assert.Contains(t, got, dashCSPProblem+" script-src", "the CSP probe")
 	assert.Contains(t, got, "dash-probe", "the exception probe")
 	assert.False(t, dashEval[bool](d, `window.inlineRan === true`), "an inline script ran despite the CSP")
+}
+
+// waitText waits until the text of the first match of sel contains want.
+func (d *dashTab) waitText(sel, want string) {
+	d.t.Helper()
+	d.waitVisible(sel)
+	d.waitFor(sel+" to contain "+want, func() bool {
+		texts := d.texts(sel)
+		return len(texts) > 0 && strings.Contains(texts[0], want)
+	})
+}
+
+// waitTexts waits until some match of sel contains want.
+func (d *dashTab) waitTexts(sel, want string) {
+	d.t.Helper()
+	d.waitFor("a "+sel+" containing "+want, func() bool {
+		for _, x := range d.texts(sel) {
+			if strings.Contains(x, want) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// dashFigures checks each page shows dashTraffic's figures.
+func dashFigures(t *testing.T, d *dashTab) {
+	t.Helper()
+	d.goTo("home")
+	d.waitText(`[data-test="home-requests-today"]`, "5")
+	d.waitTexts(`[data-test="home-top-user"]`, "ada")
+	d.waitTexts(`[data-test="home-provider"]`, "mock")
+	d.goTo("spend")
+	d.waitTexts(`[data-test="spend-group"]`, "team")
+	d.waitTexts(`[data-test="spend-group"]`, "guests")
+	d.waitText(`[data-test="spend-card"][data-metric="cost"] [data-test="spend-total"]`, "$")
+	d.goTo("consumers")
+	d.waitTexts(`[data-test="consumer-user"]`, "carol")
+	assert.Len(t, d.texts(`[data-test="consumer-user"]`), 3, "consumer rows")
+	d.goTo("models")
+	d.waitText(`[data-test="model-row"][data-id="mock/`+dashModel+`"] [data-test="model-requests"]`, "4")
+	d.goTo("reliability")
+	d.waitText(`[data-test="reliability-row"][data-id="mock"] [data-test="reliability-attempts"]`, "4")
+	d.goTo("events")
+	d.waitTexts(`[data-test="events-row"]`, "bob")
+	d.goTo("targets")
+	d.waitVisible(`[data-test="targets-mcp-empty"]`)
+	d.goTo("config")
+	d.waitText(`[data-test="config-yaml"]`, "[redacted]")
+	assert.NotContains(t, d.text(`[data-test="config-yaml"]`), "sk-up-dash", "the provider key in the config page")
+	d.goTo("home")
 }
