@@ -29,6 +29,10 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/webui"
 (cd "$ROOT/webui" && tar --exclude=./node_modules --exclude=./dist -cf - .) | (cd "$tmp/webui" && tar -xf -)
+# The specs read the admin API's golden answers (type-checked by the
+# build): lay them out where they sit relative to webui/.
+mkdir -p "$tmp/gateway/testdata"
+cp -r "$ROOT/gateway/testdata/admin" "$tmp/gateway/testdata/admin"
 if ! (cd "$tmp/webui" && npm ci --prefer-offline --no-audit --no-fund) >"$tmp/npm-ci.log" 2>&1; then
 	tail -20 "$tmp/npm-ci.log" >&2
 	skip "npm ci could not install webui/'s dependencies"
