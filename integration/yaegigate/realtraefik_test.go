@@ -188,15 +188,18 @@ func TestRealTraefikStalledUploads(t *testing.T) {
 		_ = resp.Body.Close()
 		return resp.StatusCode
 	}
-	// Every slot held: 503 (Traefik may pass the uploads on a moment after
-	// their headers, so wait for the first 503, within the stall timeout).
-	started := time.Now()
+	// Every slot held: 503. Traefik may pass the uploads on a while after
+	// their headers (longer on a busy machine), so wait for the first 503
+	// — until 4.5 s after the first upload was written: no slot can be
+	// evicted before 5 s after the plugin got its upload, which is later.
 	status := chat()
-	for status == http.StatusOK && time.Since(started) < 2*time.Second {
+	for status == http.StatusOK && time.Since(firstWritten) < 4500*time.Millisecond {
 		time.Sleep(20 * time.Millisecond)
 		status = chat()
 	}
 	require.Equal(t, http.StatusServiceUnavailable, status, "a normal client while every slot is held by a stalled upload")
+	// Every upload held its slot by now: each is evicted by 5 s from here.
+	allHeld := time.Now()
 	// Evicted after 5 s without progress: served, the uploads still open.
 	deadline := time.Now().Add(15 * time.Second)
 	for status != http.StatusOK {
@@ -205,10 +208,10 @@ func TestRealTraefikStalledUploads(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 		status = chat()
 	}
-	t.Logf("served %v after the uploads stalled", time.Since(started).Round(10*time.Millisecond))
-	// The first upload took its slot within moments of its headers, so
-	// it was evicted by 5 s after them; a second of margin.
-	time.Sleep(time.Until(firstWritten.Add(6 * time.Second)))
+	t.Logf("served %v after the uploads stalled", time.Since(firstWritten).Round(10*time.Millisecond))
+	// Every upload took its slot before allHeld, so each was evicted by
+	// 5 s after it; a second of margin.
+	time.Sleep(time.Until(allHeld.Add(6 * time.Second)))
 	late := conns[0]
 	require.NoError(t, late.SetDeadline(time.Now().Add(10*time.Second)))
 	rest := `"` + upstreamModel + `"`
