@@ -311,7 +311,7 @@ func (g *Gateway) inCatalog(canonical string) bool {
 
 // adminUser is the active user named name, or nil.
 func (g *Gateway) adminUser(name string) *userRuntime {
-	as, _ := g.users.store.Load().(*authStore)
+	as := g.users.current()
 	if as == nil {
 		return nil
 	}

@@ -379,7 +379,7 @@ func scopePrefixes(kind string, ids []string) []string {
 // adminUserNames are the active users' names, sorted, each once; with
 // group, only that group's members.
 func (g *Gateway) adminUserNames(group string) []string {
-	as, _ := g.users.store.Load().(*authStore)
+	as := g.users.current()
 	var out []string
 	if as == nil {
 		return out

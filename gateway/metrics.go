@@ -257,16 +257,7 @@ func metricsPeerAllowed(cidrs []*net.IPNet, remoteAddr string) bool {
 	if err != nil {
 		host = remoteAddr
 	}
-	ip := net.ParseIP(host)
-	if ip == nil {
-		return false
-	}
-	for i := 0; i < len(cidrs); i++ {
-		if cidrs[i].Contains(ip) {
-			return true
-		}
-	}
-	return false
+	return isTrustedProxy(host, cidrs) // the same address-in-list check
 }
 
 func errMetricsForbidden() *apiError {
@@ -316,7 +307,7 @@ type metricsScope struct {
 // metricsScopes are the configured scopes: users (by name), their
 // groups (by name), total.
 func metricsScopes(g *Gateway) []metricsScope {
-	as, _ := g.users.store.Load().(*authStore)
+	as := g.users.current()
 	var users, groups []metricsScope
 	seen := map[string]bool{}
 	if as != nil {

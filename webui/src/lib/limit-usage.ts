@@ -3,39 +3,12 @@
 // window ends (the limit resets). Windows are UTC: a minute, the UTC
 // day, the UTC month. Token limits count tokens in plus tokens out.
 
-export type LimitName =
-  | 'requestsPerMinute'
-  | 'requestsPerDay'
-  | 'tokensPerDay'
-  | 'tokensPerMonth'
-  | 'costPerDayMicroUsd'
-  | 'costPerMonthMicroUsd'
+import { limitDefs, windowReset, type LimitName, type LimitWindow, type Limits, type UsageRow } from './limits'
 
-export type Limits = Partial<Record<LimitName, number>>
+export type { LimitName, LimitWindow, Limits, UsageRow }
 
-export type LimitWindow = 'minute' | 'day' | 'month'
-
+// LimitUnit here names cost "cost" (limits.ts: "micros").
 export type LimitUnit = 'requests' | 'tokens' | 'cost'
-
-// UsageRow is one row of GET usage (a user, a group or the total).
-export interface UsageRow {
-  name: string
-  requestsPerMinute: number
-  requestsPerDay: number
-  rejectionsPerDay: number
-  tokensInPerDay: number
-  tokensOutPerDay: number
-  tokensInPerMonth: number
-  tokensOutPerMonth: number
-  costPerDayMicroUsd: number
-  costPerMonthMicroUsd: number
-  lastSeen: number
-  limits: Limits | null
-  providers?: string[]
-  models?: string[]
-  mcpServers?: string[]
-  agents?: string[]
-}
 
 interface LimitSpec {
   name: LimitName
@@ -45,15 +18,21 @@ interface LimitSpec {
   used: (row: UsageRow) => number
 }
 
-// limitSpecs, in display order: which window each limit counts in and
-// which usage field measures it.
+// spec is a limit's row of the table: its window and measure are
+// limits.ts's (limitDefs), its label and unit this page's.
+function spec(name: LimitName, label: string): LimitSpec {
+  const d = limitDefs[name]
+  return { name, label, window: d.window, unit: d.unit === 'micros' ? 'cost' : d.unit, used: d.used }
+}
+
+// limitSpecs, in display order.
 export const limitSpecs: LimitSpec[] = [
-  { name: 'requestsPerMinute', label: 'Requests / minute', window: 'minute', unit: 'requests', used: (r) => r.requestsPerMinute },
-  { name: 'requestsPerDay', label: 'Requests / day', window: 'day', unit: 'requests', used: (r) => r.requestsPerDay },
-  { name: 'tokensPerDay', label: 'Tokens / day', window: 'day', unit: 'tokens', used: (r) => r.tokensInPerDay + r.tokensOutPerDay },
-  { name: 'tokensPerMonth', label: 'Tokens / month', window: 'month', unit: 'tokens', used: (r) => r.tokensInPerMonth + r.tokensOutPerMonth },
-  { name: 'costPerDayMicroUsd', label: 'Cost / day', window: 'day', unit: 'cost', used: (r) => r.costPerDayMicroUsd },
-  { name: 'costPerMonthMicroUsd', label: 'Cost / month', window: 'month', unit: 'cost', used: (r) => r.costPerMonthMicroUsd },
+  spec('requestsPerMinute', 'Requests / minute'),
+  spec('requestsPerDay', 'Requests / day'),
+  spec('tokensPerDay', 'Tokens / day'),
+  spec('tokensPerMonth', 'Tokens / month'),
+  spec('costPerDayMicroUsd', 'Cost / day'),
+  spec('costPerMonthMicroUsd', 'Cost / month'),
 ]
 
 export interface LimitUsage {
@@ -70,11 +49,7 @@ export interface LimitUsage {
 
 // windowEnd is the first instant after the UTC window containing now.
 export function windowEnd(w: LimitWindow, now: Date): Date {
-  const y = now.getUTCFullYear()
-  const m = now.getUTCMonth()
-  if (w === 'month') return new Date(Date.UTC(y, m + 1, 1))
-  if (w === 'day') return new Date(Date.UTC(y, m, now.getUTCDate() + 1))
-  return new Date(Math.floor(now.getTime() / 60000) * 60000 + 60000)
+  return new Date(windowReset(w, now.getTime()))
 }
 
 // limitUsages lists every configured limit (a 0 or absent one is
