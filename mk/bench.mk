@@ -27,4 +27,4 @@ TRAEFIK_BIN ?= $${LLMGW_TRAEFIK_BIN:-$${LLMGW_CACHE:-$$HOME/.cache/llmgateway}/t
 
 bench-plugin: build-binary traefik-binary ## the plugin in a real Traefik vs Traefik alone, side by side (writes bench/plugin.md)
 	cd integration && $(GO) build -o ../$(BIN)/loadbench ./cmd/loadbench
-	./$(BIN)/loadbench -traefik "$(TRAEFIK_BIN)" -plugin-dir plugin -anthropic -null-plugin-dir integration/cmd/loadbench/nullplugin -gateway $(BIN)/llmgateway -out $(BENCH_PLUGIN_OUT) -duration $(BENCH_PLUGIN_DURATION)
+	./$(BIN)/loadbench -traefik "$(TRAEFIK_BIN)" -plugin-dir . -anthropic -null-plugin-dir integration/cmd/loadbench/nullplugin -gateway $(BIN)/llmgateway -out $(BENCH_PLUGIN_OUT) -duration $(BENCH_PLUGIN_DURATION)

@@ -2,9 +2,12 @@
 // port, optionally with the llmgateway plugin as a local plugin, for the
 // real-Traefik tests and the load benchmark.
 //
-// The work directory holds plugins-local/src/<PluginModule>/ (a copy of
-// the plugin module, vendored core included) and a file-provider
-// directory with the caller's dynamic configuration. The static
+// The work directory holds plugins-local/src/<PluginModule>/ (the plugin
+// laid out as the repository root is: .traefik.yml, go.mod, .assets/ and
+// plugin/ with its vendored core) and a file-provider directory with the
+// caller's dynamic configuration. With Config.Catalog the plugin is
+// declared under experimental.plugins instead and Traefik downloads it
+// from the registry the caller's environment points at. The static
 // configuration is passed as command-line flags so the listen address
 // can be chosen at start-up (gwproc's "{addr}").
 package traefikproc
@@ -24,8 +27,16 @@ import (
 // Version is the Traefik release scripts/build-traefik.sh builds.
 const Version = "v3.6.12"
 
-// PluginModule is the plugin's Go module (its folder under plugins-local/src).
-const PluginModule = "github.com/llmgateway/llmgateway/plugin"
+// PluginModule is the plugin's module name in Traefik's static
+// configuration (the repository root's module; its folder under
+// plugins-local/src). The manifest's import is PluginModule + "/plugin".
+const PluginModule = "github.com/llmgateway/llmgateway"
+
+// PluginFiles are the repository paths a Traefik plugin install needs:
+// the manifest and root go.mod the catalog reads, the icon, and the
+// plugin package with its vendored core. InstallPlugin copies those of
+// them that exist.
+var PluginFiles = []string{".traefik.yml", "go.mod", ".assets", "plugin"}
 
 // PluginAlias is the plugin's name in the static configuration (and the
 // key under a middleware's "plugin").
@@ -64,9 +75,14 @@ type Config struct {
 	Binary string
 	// WorkDir is an empty directory Traefik runs in (and its HOME).
 	WorkDir string
-	// PluginDir is the plugin module folder (with .traefik.yml and
-	// vendor/). Empty: no plugin is installed or declared.
+	// PluginDir is a folder laid out like the repository root (with
+	// .traefik.yml and plugin/, vendored core included): PluginFiles of
+	// it are installed as a local plugin. Empty: no local plugin.
 	PluginDir string
+	// Catalog, when set, declares the plugin under experimental.plugins
+	// (moduleName PluginModule, Catalog.Version) so that Traefik
+	// downloads and unpacks it the way it does from the Plugin Catalog.
+	Catalog *CatalogPlugin
 	// DynamicYAML is the file provider's configuration.
 	DynamicYAML []byte
 	// LogLevel is Traefik's log level. Default "INFO".
@@ -81,6 +97,15 @@ type Config struct {
 	// (/debug/pprof/...) on a "traefik" entry point at this address —
 	// for profiling the process under load; never in tests.
 	DebugAddr string
+}
+
+// CatalogPlugin is a plugin Traefik installs from a registry.
+type CatalogPlugin struct {
+	// Version is the plugin version Traefik asks the registry for.
+	Version string
+	// Env is added to Traefik's environment (e.g. the HTTPS_PROXY and
+	// SSL_CERT_FILE that point Traefik's downloader at a local registry).
+	Env []string
 }
 
 // Start lays out WorkDir, starts Traefik on a free loopback port and
@@ -121,10 +146,20 @@ func Start(c Config) (*gwproc.Process, error) {
 		}
 		args = append(args, "--experimental.localPlugins."+PluginAlias+".moduleName="+PluginModule)
 	}
+	env := []string{"HOME=" + c.WorkDir}
+	if c.Catalog != nil {
+		if c.PluginDir != "" {
+			return nil, errors.New("traefikproc: PluginDir and Catalog are exclusive")
+		}
+		args = append(args,
+			"--experimental.plugins."+PluginAlias+".moduleName="+PluginModule,
+			"--experimental.plugins."+PluginAlias+".version="+c.Catalog.Version)
+		env = append(env, c.Catalog.Env...)
+	}
 	return gwproc.Start(gwproc.Config{
 		Binary:       c.Binary,
 		Args:         args,
-		Env:          []string{"HOME=" + c.WorkDir},
+		Env:          env,
 		Dir:          c.WorkDir,
 		ReadyPath:    c.ReadyPath,
 		ReadyHeader:  c.ReadyHeader,
@@ -132,22 +167,35 @@ func Start(c Config) (*gwproc.Process, error) {
 	})
 }
 
-// InstallPlugin copies the plugin module folder to
-// <gopath>/src/<PluginModule>/ (Yaegi's GOPATH, Traefik's plugins-local).
+// InstallPlugin copies PluginFiles of a folder laid out like the
+// repository root to <gopath>/src/<PluginModule>/ (Yaegi's GOPATH,
+// Traefik's plugins-local).
 func InstallPlugin(pluginDir, gopath string) error {
 	if _, err := os.Stat(filepath.Join(pluginDir, ".traefik.yml")); err != nil {
 		return fmt.Errorf("plugin manifest: %v", err)
 	}
 	// A plugin that needs the core (its go.mod requires it) must vendor it.
-	if mod, err := os.ReadFile(filepath.Join(pluginDir, "go.mod")); err == nil && strings.Contains(string(mod), "llmgateway/gateway") {
-		if _, err := os.Stat(filepath.Join(pluginDir, "vendor", "github.com", "llmgateway", "llmgateway", "gateway")); err != nil {
+	pkg := filepath.Join(pluginDir, "plugin")
+	if mod, err := os.ReadFile(filepath.Join(pkg, "go.mod")); err == nil && strings.Contains(string(mod), "llmgateway/gateway") {
+		if _, err := os.Stat(filepath.Join(pkg, "vendor", "github.com", "llmgateway", "llmgateway", "gateway")); err != nil {
 			return fmt.Errorf("plugin/vendor must hold the core (run 'make vendor'): %v", err)
 		}
 	}
-	return CopyTree(pluginDir, filepath.Join(gopath, "src", filepath.FromSlash(PluginModule)))
+	dst := filepath.Join(gopath, "src", filepath.FromSlash(PluginModule))
+	for _, name := range PluginFiles {
+		src := filepath.Join(pluginDir, name)
+		if _, err := os.Stat(src); os.IsNotExist(err) {
+			continue
+		}
+		if err := CopyTree(src, filepath.Join(dst, name)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// CopyTree copies the regular files and folders under src into dst.
+// CopyTree copies the regular files and folders under src into dst (src
+// may be a single file: it is copied to dst).
 func CopyTree(src, dst string) error {
 	return filepath.Walk(src, func(path string, info os.FileInfo, err error) error {
 		if err != nil {
@@ -166,6 +214,9 @@ func CopyTree(src, dst string) error {
 		}
 		data, err := os.ReadFile(path)
 		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 			return err
 		}
 		return os.WriteFile(target, data, 0o644)

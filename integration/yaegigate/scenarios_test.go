@@ -23,8 +23,10 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// pluginModule is the plugin's module path and the import Traefik evaluates.
-const pluginModule = "github.com/llmgateway/llmgateway/plugin"
+// pluginModule is the plugin's module name in Traefik's static
+// configuration: the repository root's module. The manifest's import
+// (the package Traefik evaluates) is pluginModule + "/plugin".
+const pluginModule = traefikproc.PluginModule
 
 // requestTimeout bounds every request a scenario sends.
 const requestTimeout = 30 * time.Second
@@ -40,28 +42,24 @@ func repoRoot(t *testing.T) string {
 	return filepath.Clean(filepath.Join(testDir, "..", ".."))
 }
 
-// pluginDir is the plugin module folder (with its vendored core).
+// pluginDir is the repository root, which is the plugin's layout: the
+// manifest at the top and plugin/ with its vendored core.
 func pluginDir(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join(repoRoot(t), "plugin")
+	dir := repoRoot(t)
 	_, err := os.Stat(filepath.Join(dir, ".traefik.yml"))
 	require.NoError(t, err, "plugin manifest")
-	_, err = os.Stat(filepath.Join(dir, "vendor", "github.com", "llmgateway", "llmgateway", "gateway"))
+	_, err = os.Stat(filepath.Join(dir, "plugin", "vendor", "github.com", "llmgateway", "llmgateway", "gateway"))
 	require.NoError(t, err, "plugin/vendor must hold the core: run 'make vendor'")
 	return dir
 }
 
-// copyTree copies the regular files and folders under src into dst.
-func copyTree(t *testing.T, src, dst string) {
-	t.Helper()
-	require.NoError(t, traefikproc.CopyTree(src, dst))
-}
-
 // installPlugin lays the plugin source out as
-// <gopath>/src/<pluginModule>/ (Yaegi's GOPATH, Traefik's plugins-local).
+// <gopath>/src/<pluginModule>/ (Yaegi's GOPATH, Traefik's plugins-local):
+// traefikproc.PluginFiles of the repository.
 func installPlugin(t *testing.T, gopath string) {
 	t.Helper()
-	copyTree(t, pluginDir(t), filepath.Join(gopath, "src", filepath.FromSlash(pluginModule)))
+	require.NoError(t, traefikproc.InstallPlugin(pluginDir(t), gopath))
 }
 
 // manifest is the part of .traefik.yml the gate reads.

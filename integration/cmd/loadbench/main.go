@@ -71,7 +71,7 @@ func main() {
 	concurrency := flag.String("concurrency", "1,32", "comma-separated concurrency levels")
 	timeout := flag.Duration("timeout", 150*time.Second, "hard bound on the whole benchmark")
 	traefikBin := flag.String("traefik", "", "Traefik binary: benchmark the plugin in a real Traefik, side by side with Traefik alone (the -concurrency levels are then fixed)")
-	pluginDir := flag.String("plugin-dir", "plugin", "plugin module folder (with .traefik.yml and vendor/) for -traefik")
+	pluginDir := flag.String("plugin-dir", ".", "folder laid out like the repository root (.traefik.yml, plugin/ with vendor/) for -traefik")
 	anthropic := flag.Bool("anthropic", false, "with -traefik: also an Anthropic-translated plugin target (the mock speaks Anthropic)")
 	traefikLog := flag.String("traefik-log", "ERROR", "with -traefik: Traefik's log level (printed to stderr after the run)")
 	only := flag.String("only", "", "with -traefik: comma-separated targets to run besides direct (default all: bare,gateway,traefik,traefik+plugin,...)")

@@ -1,5 +1,7 @@
-// Package llmgateway is loadbench's null plugin: installed under the real
-// plugin's module path in its own Traefik, it measures what a
+// Package llmgateway is loadbench's null plugin: laid out like the
+// repository (the manifest at the root, this package under plugin/) and
+// installed under the real plugin's module path in its own Traefik, it
+// measures what a
 // Yaegi-interpreted middleware costs when it does nothing but hand the
 // request to the next handler — the floor any interpreted plugin pays.
 package llmgateway

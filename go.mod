@@ -1,0 +1,3 @@
+module github.com/llmgateway/llmgateway
+
+go 1.20
