@@ -75,7 +75,7 @@ func TestCatalogRulesCatchMistakes(t *testing.T) {
 		manifest, gomod string
 		want            string
 	}{
-		"import outside the module": {manifest: strings.Replace(string(manifest), "import: github.com/llmgateway/llmgateway/plugin", "import: github.com/other/repo/plugin", 1), want: "does not start with the module"},
+		"import outside the module":  {manifest: strings.Replace(string(manifest), "import: github.com/llmgateway/llmgateway/plugin", "import: github.com/other/repo/plugin", 1), want: "does not start with the module"},
 		"requirement in root go.mod": {gomod: string(gomod) + "\nrequire github.com/traefik/yaegi v0.16.1\n", want: "requirements"},
 		"module not a repository":    {gomod: "module github.com/llmgateway/llmgateway/plugin\n\ngo 1.20\n", want: "not github.com/<owner>/<repo>"},
 		"misspelt manifest key":      {manifest: strings.Replace(string(manifest), "testData:", "testdata:", 1), want: "testdata"},
