@@ -15,7 +15,8 @@ test: vendor-check admin-ui-check ## unit tests (compiled and under yaegi test),
 	$(GO) test -count=1 ./integration/...
 	scripts/yaegi-unit.sh
 
-lint: ## gofmt, go vet
+lint: ## gofmt, go vet, every make target has a help line
+	scripts/make-help-check.sh
 	@out=$$(gofmt -l gateway plugin/*.go cmd integration); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./gateway/... ./plugin/... ./cmd/... ./integration/...
 
