@@ -54,14 +54,6 @@ func requireImageTool(t *testing.T) string {
 	return cliproc.Require(t, imageproc.Tool, imageRequireEnv, "a container tool (podman or docker)", "apt-get install -y podman")
 }
 
-// repoRoot is the repository's root (the integration module's parent).
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	root, err := filepath.Abs("..")
-	require.NoError(t, err)
-	require.FileExists(t, filepath.Join(root, "Containerfile"))
-	return root
-}
 
 // gitHead is the revision the image's label must carry.
 func gitHead(t *testing.T, root string) string {
