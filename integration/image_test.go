@@ -54,7 +54,6 @@ func requireImageTool(t *testing.T) string {
 	return cliproc.Require(t, imageproc.Tool, imageRequireEnv, "a container tool (podman or docker)", "apt-get install -y podman")
 }
 
-
 // gitHead is the revision the image's label must carry.
 func gitHead(t *testing.T, root string) string {
 	t.Helper()
