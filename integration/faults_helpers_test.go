@@ -207,11 +207,11 @@ func ftReadStream(body io.Reader, onEvent func(ftEvent)) ftStream {
 	for {
 		line, err := br.ReadString('\n')
 		if err != nil {
-			if err != io.EOF || line != "" {
+			switch {
+			case err != io.EOF:
 				s.err = err
-			}
-			if err == io.EOF && s.err == nil {
-				s.err = nil
+			case line != "":
+				s.err = io.ErrUnexpectedEOF // the body ended inside a line
 			}
 			return s
 		}

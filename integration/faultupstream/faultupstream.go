@@ -12,6 +12,7 @@ package faultupstream
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -200,6 +201,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// errStruck is what the mock's writes get once the fault struck.
+var errStruck = errors.New("faultupstream: the fault struck; nothing more is written")
+
 // faultWriter passes the mock's answer on, counting events and bytes,
 // and strikes the fault at its point.
 type faultWriter struct {
@@ -239,7 +243,7 @@ func (fw *faultWriter) eventStream() bool {
 
 func (fw *faultWriter) Write(b []byte) (int, error) {
 	if fw.stopped {
-		return 0, http.ErrHandlerTimeout
+		return 0, errStruck
 	}
 	if !fw.wrote {
 		fw.WriteHeader(http.StatusOK)
@@ -346,9 +350,10 @@ func resetConn(w http.ResponseWriter) {
 // Content is the text of one chunk of Huge and Endless: n bytes of
 // lowercase letters, no byte that JSON escapes.
 func Content(n int) string {
+	const letters = "abcdefghijklmnopqrstuvwxyz"
 	b := make([]byte, n)
 	for i := range b {
-		b[i] = 'a' + byte(i%26)
+		b[i] = letters[i%len(letters)]
 	}
 	return string(b)
 }
