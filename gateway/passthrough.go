@@ -255,12 +255,25 @@ func pathModel(p *providerRuntime, rest string) string {
 // proxy runs one native passthrough exchange through
 // httputil.ReverseProxy, under the provider's progress watchdog, and
 // reports what it delivered (usage sniffed from the body as it flowed).
+// A body cut after the headers went out makes ReverseProxy abort the
+// handler (panic(http.ErrAbortHandler)); the exchange is then recorded
+// and accounted on the way out (proxyAborted).
 func proxy(c *call, p *providerRuntime, body *cappedBody, model string) *outcome {
 	g, r, w := c.g, c.r, c.w
 	out := &outcome{}
 	target := passthroughURL(p, r.URL)
 	ctx, wd := startWatchdog(r.Context(), p.timeout)
 	defer wd.stop()
+	guard := startWriteGuard(w, wd)
+	defer stopWriteGuard(guard)
+	var capped *responseCap
+	relayed := false
+	sent := time.Now()
+	defer func() {
+		if !relayed {
+			proxyAborted(c, p, wd, capped, body, out, sent)
+		}
+	}()
 	body.wd = wd
 	in := r.WithContext(ctx)
 	if r.Body != nil && r.Body != http.NoBody {
@@ -304,7 +317,8 @@ func proxy(c *call, p *providerRuntime, body *cappedBody, model string) *outcome
 		}
 		// Over the cap mid-body, the read fails and ReverseProxy aborts the
 		// client connection: never a short response that looks complete.
-		resp.Body = &progressReadCloser{progressReader: progressReader{r: &responseCap{r: resp.Body, remaining: maxUpstreamResponseBytes}, wd: wd}, c: resp.Body}
+		capped = &responseCap{r: resp.Body, remaining: maxUpstreamResponseBytes}
+		resp.Body = &progressReadCloser{progressReader: progressReader{r: capped, wd: wd}, c: resp.Body}
 		if resp.StatusCode >= 300 {
 			redactResponseBody(resp, p.apiKey)
 			return nil
@@ -321,11 +335,46 @@ func proxy(c *call, p *providerRuntime, body *cappedBody, model string) *outcome
 		out.status = out.err.Status
 		fail(c, out.err)
 	}
-	sent := time.Now()
+	sent = time.Now()
 	rp.ServeHTTP(w, in)
+	relayed = true
 	c.rec.upstream += time.Since(sent)
 	body.close()
 	return out
+}
+
+// proxyAborted records and accounts a passthrough exchange whose body was
+// cut after its headers reached the client, while ReverseProxy's abort
+// unwinds the handler: the client's connection is then closed, so its
+// HTTP library reports an incomplete body. What was relayed is accounted
+// like any stream (the sniffer has seen it: ReverseProxy closed the
+// body first).
+func proxyAborted(c *call, p *providerRuntime, wd *watchdog, capped *responseCap, body *cappedBody, out *outcome, sent time.Time) {
+	c.rec.upstream += time.Since(sent)
+	body.close()
+	e := passthroughCut(c, p, wd, capped)
+	out.err = e
+	noteError(&c.rec, e)
+	if e.Class == apierr.ClassClientCancel {
+		c.g.log.infof("client closed the passthrough response from provider %q%s", p.name, c.trace.logTail)
+	} else {
+		c.g.log.errorf("%s: passthrough response cut after its headers%s", e.Error(), c.trace.logTail)
+	}
+	account(c, out)
+}
+
+// passthroughCut classifies a passthrough body cut after the headers:
+// the client gone (its context ended, or no upstream read failed, so a
+// write to it did), the response cap, or the upstream read that failed
+// (stalled, interrupted).
+func passthroughCut(c *call, p *providerRuntime, wd *watchdog, capped *responseCap) *apiError {
+	switch {
+	case c.r.Context().Err() != nil || capped == nil || capped.err == nil:
+		return upstreamFailure(apierr.ClassClientCancel, "client closed the request", nil)
+	case capped.err == errPassthroughTooLarge:
+		return errUpstreamTooLarge(p.name)
+	}
+	return streamReadFailure(p.name, wd, c.r.Context(), capped.err)
 }
 
 // billingHeaders are the request headers that choose an upstream
@@ -536,10 +585,13 @@ var (
 
 var errPassthroughTooLarge = errors.New("upstream response exceeds the size limit")
 
-// responseCap fails the read that takes a response body past its cap.
+// responseCap fails the read that takes a response body past its cap,
+// and keeps the first read failure (err; nil while every read succeeded
+// or ended at EOF).
 type responseCap struct {
 	r         io.Reader
 	remaining int64
+	err       error
 }
 
 func (c *responseCap) Read(b []byte) (int, error) {
@@ -549,7 +601,11 @@ func (c *responseCap) Read(b []byte) (int, error) {
 	n, err := c.r.Read(b)
 	c.remaining -= int64(n)
 	if c.remaining < 0 {
+		c.err = errPassthroughTooLarge
 		return 0, errPassthroughTooLarge
+	}
+	if err != nil && err != io.EOF && c.err == nil {
+		c.err = err
 	}
 	return n, err
 }

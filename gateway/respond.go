@@ -38,6 +38,10 @@ type outcome struct {
 // framed), or binary bytes as they arrive — and reports what it
 // delivered.
 func respond(c *call, x *exchange, o *outbound) *outcome {
+	if o.stream {
+		g := startWriteGuard(c.w, x.wd)
+		defer stopWriteGuard(g)
+	}
 	switch {
 	case o.binary:
 		return relayBinary(c, x, o)
@@ -163,7 +167,7 @@ func relayEvents(c *call, x *exchange, o *outbound) *outcome {
 	res := relayEventStream(c.w, x.body, maxUpstreamResponseBytes, c.format.streamEndMark, c.format.isStreamEnd, nil, acct)
 	out.usage = acct.usage
 	out.contentBytes = acct.content
-	if c.r.Context().Err() != nil {
+	if c.r.Context().Err() != nil || res.clientGone {
 		clientLeft(c, out, p, res.events)
 		return out
 	}
@@ -215,7 +219,7 @@ func relayTranslated(c *call, x *exchange, o *outbound, st translate.StreamTrans
 					sw.buf = append(sw.buf, c.format.streamEnd...)
 				}
 				if ka != nil {
-					keepaliveWrite(ka, sw.buf)
+					_ = keepaliveWrite(ka, sw.buf)
 				} else {
 					sw.write(sw.buf)
 				}
@@ -235,13 +239,20 @@ func relayTranslated(c *call, x *exchange, o *outbound, st translate.StreamTrans
 				buf = frame(buf, payloads[i])
 			}
 			sw.buf = buf
+			var werr error
 			if ka != nil {
-				keepaliveWrite(ka, buf)
+				werr = keepaliveWrite(ka, buf)
 			} else {
-				_, _ = c.w.Write(buf)
+				_, werr = c.w.Write(buf)
 				if sw.flusher != nil {
 					sw.flusher.Flush()
 				}
+			}
+			if werr != nil {
+				// The client is gone, or stopped taking the stream (writeGuard).
+				out.usage = st.Usage()
+				clientLeft(c, out, p, events)
+				return out
 			}
 		}
 		if e != nil {

@@ -21,6 +21,9 @@ type sseRelayResult struct {
 	err      error // read or write failure, or the size cap; nil for a clean end
 	tooLarge bool
 	partial  bool // the stream ended inside an event, which was dropped
+	// clientGone: err is a failed write to the client (it left, or
+	// stopped taking the stream: writeGuard).
+	clientGone bool
 }
 
 // usageMark is in every event that can carry usage ("usage",
@@ -162,6 +165,7 @@ func relayEventStream(w http.ResponseWriter, body io.Reader, limit int64, endMar
 			if _, werr := w.Write(raw); werr != nil {
 				res.bytes = rd.BytesRead()
 				res.err = werr
+				res.clientGone = true
 				return res
 			}
 			if flusher != nil {

@@ -284,10 +284,10 @@ func keepaliveFire(k *keepalive) {
 }
 
 // keepaliveWrite writes b (and flushes) with the keepalive held off, and
-// restarts its period.
-func keepaliveWrite(k *keepalive, b []byte) {
+// restarts its period; the write's error.
+func keepaliveWrite(k *keepalive, b []byte) error {
 	k.mu.Lock()
-	_, _ = k.w.Write(b)
+	_, err := k.w.Write(b)
 	if k.flusher != nil {
 		k.flusher.Flush()
 	}
@@ -295,6 +295,7 @@ func keepaliveWrite(k *keepalive, b []byte) {
 		k.timer.Reset(k.every)
 	}
 	k.mu.Unlock()
+	return err
 }
 
 // keepaliveStop ends the keepalive; nothing is written by it afterwards.
