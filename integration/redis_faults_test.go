@@ -3,6 +3,7 @@ package integration_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"syscall"
@@ -13,13 +14,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmgateway/llmgateway/integration/gwproc"
+	"github.com/llmgateway/llmgateway/integration/mockupstream"
 	"github.com/llmgateway/llmgateway/integration/redisproc"
 )
 
 // Redis outages: stopped, restarted and hung, with failOpen true and false.
 
 // rlOutage runs traffic from 4 workers through one gateway while its
-// Redis is stopped (SIGTERM) and restarted on the same port.
+// Redis is stopped (SIGTERM, or SIGKILL) and restarted on the same port.
 type rlOutage struct {
 	t        *testing.T
 	rs       *redisproc.Server
@@ -33,16 +35,44 @@ type rlOutage struct {
 	upAt     time.Time // restart begun
 	upFrom   time.Time // the new process answers PING
 	probes   map[string]rlResult
+	// kill stops Redis with SIGKILL instead of SIGTERM.
+	kill bool
+	// streamBody, when set, is what half of the workers send (a
+	// streaming chat request) instead of body.
+	streamBody []byte
+}
+
+// outageSetup varies the outage environment; the zero value is the
+// SIGTERM outage of the tests below.
+type outageSetup struct {
+	failOpen *bool
+	// kill: SIGKILL instead of SIGTERM.
+	kill bool
+	// redis: extra server flags (persistence).
+	redis redisproc.Options
+	// streamEvery > 0: half of the workers stream, the upstream pausing
+	// this long between events, so streams are in flight at the kill.
+	streamEvery time.Duration
+	// reservationTTL: the gateway's, when set.
+	reservationTTL string
 }
 
 func startOutageEnv(t *testing.T, failOpen *bool) *rlOutage {
 	t.Helper()
-	rs := redisproc.Start(t)
+	return startOutageEnvWith(t, outageSetup{failOpen: failOpen})
+}
+
+func startOutageEnvWith(t *testing.T, setup outageSetup) *rlOutage {
+	t.Helper()
+	rs := redisproc.StartWith(t, setup.redis)
 	bin := buildGatewayBinary(t)
-	_, upURL := rlMock(t, rlModel)
+	mock := mockupstream.New(mockupstream.Options{Models: []string{rlModel}, Chunks: rlChunks, RecordLimit: -1, ChunkDelay: setup.streamEvery})
+	up := httptest.NewServer(mock)
+	t.Cleanup(up.Close)
+	upURL := up.URL
 	redis := map[string]interface{}{"address": rs.Addr}
-	if failOpen != nil {
-		redis["failOpen"] = *failOpen
+	if setup.failOpen != nil {
+		redis["failOpen"] = *setup.failOpen
 	}
 	const key = "sk-outage-alice"
 	cfg := map[string]interface{}{
@@ -55,13 +85,24 @@ func startOutageEnv(t *testing.T, failOpen *bool) *rlOutage {
 		"users": map[string]interface{}{"inline": []map[string]interface{}{rlUser("alice", "team", key, nil)}},
 		"redis": redis,
 	}
+	if setup.reservationTTL != "" {
+		cfg["reservationTTL"] = setup.reservationTTL
+	}
 	gw := startGateway(t, bin, cfg)
-	return &rlOutage{t: t, rs: rs, gw: gw, key: key,
+	o := &rlOutage{t: t, rs: rs, gw: gw, key: key, kill: setup.kill,
 		body: rlChatBody(rlModel, "keep going", false, false), client: rlHTTPClient(), probes: map[string]rlResult{}}
+	if setup.streamEvery > 0 {
+		o.streamBody = rlChatBody(rlModel, "keep streaming", true, false)
+	}
+	return o
 }
 
 func (o *rlOutage) chat() rlResult {
 	return rlDo(o.client, http.MethodPost, o.gw.URL+"/v1/chat/completions", o.key, o.body)
+}
+
+func (o *rlOutage) stream() rlResult {
+	return rlDo(o.client, http.MethodPost, o.gw.URL+"/v1/chat/completions", o.key, o.streamBody)
 }
 
 // run sends traffic for ~0.7 s, stops Redis, keeps sending for ~1.5 s
@@ -76,6 +117,10 @@ func (o *rlOutage) run() {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for w := 0; w < 4; w++ {
+		send := o.chat
+		if o.streamBody != nil && w%2 == 1 {
+			send = o.stream
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -85,7 +130,7 @@ func (o *rlOutage) run() {
 					return
 				default:
 				}
-				r := o.chat()
+				r := send()
 				mu.Lock()
 				o.samples = append(o.samples, r)
 				mu.Unlock()
@@ -95,7 +140,11 @@ func (o *rlOutage) run() {
 	}
 	time.Sleep(700 * time.Millisecond)
 	o.downAt = time.Now()
-	require.NoError(t, o.rs.Stop())
+	if o.kill {
+		o.rs.Kill()
+	} else {
+		require.NoError(t, o.rs.Stop())
+	}
 	o.downFrom = time.Now()
 	time.Sleep(300 * time.Millisecond)
 	o.probes["healthz"] = rlDo(o.client, http.MethodGet, o.gw.URL+"/healthz", "", nil)
@@ -165,6 +214,19 @@ func (o *rlOutage) storeErrorLines() []string {
 	return out
 }
 
+// isStoreUnavailable: r is the fail-closed answer to a store error, 503
+// limits_store_unavailable with Retry-After: 1.
+func isStoreUnavailable(r rlResult) bool {
+	if r.err != nil || r.status != http.StatusServiceUnavailable {
+		return false
+	}
+	var e rlEnvelope
+	if json.Unmarshal(r.body, &e) != nil {
+		return false
+	}
+	return e.Error.Code == "limits_store_unavailable" && e.Error.Type == "server_error" && r.header.Get("Retry-After") == "1"
+}
+
 func maxLatency(rs []rlResult) time.Duration {
 	var m time.Duration
 	for _, r := range rs {
@@ -219,16 +281,7 @@ func TestRedisOutageFailClosed(t *testing.T) {
 	require.GreaterOrEqual(t, len(down), 10, "too little traffic during the outage to prove anything")
 	require.GreaterOrEqual(t, len(after), 10, "too little traffic after the restart")
 
-	is503 := func(r rlResult) bool {
-		if r.err != nil || r.status != http.StatusServiceUnavailable {
-			return false
-		}
-		var e rlEnvelope
-		if json.Unmarshal(r.body, &e) != nil {
-			return false
-		}
-		return e.Error.Code == "limits_store_unavailable" && e.Error.Type == "server_error" && r.header.Get("Retry-After") == "1"
-	}
+	is503 := isStoreUnavailable
 	for i, r := range before {
 		assert.Equal(t, http.StatusOK, r.status, "before the outage, request %d: %s", i, r)
 	}

@@ -6,6 +6,8 @@ package llmgateway
 import (
 	"context"
 	"net/http"
+	"sync/atomic"
+	"time"
 
 	"github.com/llmgateway/llmgateway/gateway"
 )
@@ -41,14 +43,48 @@ func New(ctx context.Context, next http.Handler, config *Config, name string) (h
 	if err != nil {
 		return nil, err
 	}
-	go closeWhenDone(ctx, g)
-	return g, nil
+	in := &instance{g: g}
+	go in.closeWhenRetired(ctx, retireQuiet)
+	return in, nil
 }
 
-// closeWhenDone releases the gateway's background resources once Traefik
-// replaces this middleware instance. In-flight requests are unaffected.
-func closeWhenDone(ctx context.Context, g *gateway.Gateway) {
+// retireQuiet is how long a replaced instance must go without a new
+// request, none in flight, before it is closed.
+const retireQuiet = 30 * time.Second
+
+// instance is one middleware instance: the gateway, and the counts its
+// retirement waits on.
+type instance struct {
+	g        *gateway.Gateway
+	started  atomic.Int64 // requests begun
+	inFlight atomic.Int64
+}
+
+// ServeHTTP hands the request to the gateway, counting it.
+func (in *instance) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	in.started.Add(1)
+	in.inFlight.Add(1)
+	defer in.inFlight.Add(-1)
+	in.g.ServeHTTP(w, r)
+}
+
+// closeWhenRetired releases the gateway's background resources (its Redis
+// connections among them) once Traefik has replaced this instance and
+// stopped using it. Traefik cancels ctx when it starts building the next
+// configuration, not when it switches to it: until the new instances are
+// built and swapped in, requests still arrive here, and those in flight
+// still need Redis to settle. So the instance is closed only after ctx is
+// done and then quiet has passed with no request begun and none left in
+// flight.
+func (in *instance) closeWhenRetired(ctx context.Context, quiet time.Duration) {
 	defer func() { _ = recover() }()
 	<-ctx.Done()
-	_ = g.Close()
+	for {
+		seen := in.started.Load()
+		time.Sleep(quiet)
+		if in.started.Load() == seen && in.inFlight.Load() == 0 {
+			break
+		}
+	}
+	_ = in.g.Close()
 }

@@ -218,6 +218,19 @@ func (p *Process) Kill() error {
 	return nil
 }
 
+// Signal sends sig to the process without waiting for it to exit.
+func (p *Process) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
+
+// Done is closed once the process has exited.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// ExitErr is how the process exited: nil for status 0, an
+// *exec.ExitError otherwise. Valid once Done is closed.
+func (p *Process) ExitErr() error {
+	<-p.done
+	return p.err
+}
+
 // Exited reports whether the process has ended.
 func (p *Process) Exited() bool {
 	select {

@@ -1,8 +1,9 @@
 // Package redisproc runs throwaway redis-server processes for integration
-// tests and benchmarks: a free loopback port, no persistence, a private
-// directory, ready once it answers PING. It also has a minimal RESP2 client
-// (resp.go) to read what the gateway wrote, and a counting TCP proxy
-// (proxy.go) that records the request/response turns a client makes.
+// tests and benchmarks: a free loopback port, no persistence (unless
+// StartWith asks for it), a private directory, ready once it answers
+// PING. It also has a minimal RESP2 client (resp.go) to read what the
+// gateway wrote, and a counting TCP proxy (proxy.go) that records the
+// request/response turns a client makes.
 //
 // Tests call Start (or Require) rather than assume a server: without
 // redis-server on PATH they are skipped, unless LLMGW_REQUIRE_REDIS=1 (CI),
@@ -58,6 +59,7 @@ type Server struct {
 	Port string
 
 	bin, dir string
+	args     []string // extra flags (Options.Args), kept across Restart
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -69,8 +71,23 @@ type Server struct {
 // fails tb as Require does when redis-server is missing.
 func Start(tb testing.TB) *Server {
 	tb.Helper()
+	return StartWith(tb, Options{})
+}
+
+// Options tunes StartWith.
+type Options struct {
+	// Args are extra redis-server flags, after the defaults (so they win):
+	// "--appendonly", "yes", "--appendfsync", "always" makes every
+	// acknowledged write survive a SIGKILL. Restart keeps them, and the
+	// directory, so a restarted server loads what the last one persisted.
+	Args []string
+}
+
+// StartWith is Start with extra server flags.
+func StartWith(tb testing.TB, opts Options) *Server {
+	tb.Helper()
 	bin := Require(tb)
-	s, err := StartServer(bin, tb.TempDir())
+	s, err := startServer(bin, tb.TempDir(), opts.Args)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -87,13 +104,17 @@ func Start(tb testing.TB) *Server {
 // its working directory, retrying with another port when the chosen one
 // was taken in the meantime.
 func StartServer(bin, dir string) (*Server, error) {
+	return startServer(bin, dir, nil)
+}
+
+func startServer(bin, dir string, args []string) (*Server, error) {
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
 		port, err := freePort()
 		if err != nil {
 			return nil, err
 		}
-		s := &Server{Addr: net.JoinHostPort("127.0.0.1", port), Port: port, bin: bin, dir: dir}
+		s := &Server{Addr: net.JoinHostPort("127.0.0.1", port), Port: port, bin: bin, dir: dir, args: args}
 		if lastErr = s.start(10 * time.Second); lastErr == nil {
 			return s, nil
 		}
@@ -125,7 +146,7 @@ func (s *Server) Log() string {
 
 // start launches the process and waits up to timeout for PING.
 func (s *Server) start(timeout time.Duration) error {
-	cmd := exec.Command(s.bin,
+	args := []string{
 		"--port", s.Port,
 		"--bind", "127.0.0.1",
 		"--save", "",
@@ -133,7 +154,8 @@ func (s *Server) start(timeout time.Duration) error {
 		"--dir", s.dir,
 		"--logfile", s.LogPath(),
 		"--daemonize", "no",
-	)
+	}
+	cmd := exec.Command(s.bin, append(args, s.args...)...)
 	cmd.Dir = s.dir
 	var out bytes.Buffer
 	cmd.Stdout = &out

@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -93,6 +94,14 @@ type Config struct {
 	// ReadyPath is polled (with ReadyHeader) until it answers 200.
 	ReadyPath   string
 	ReadyHeader http.Header
+	// Watch makes the file provider watch its directory, so that a
+	// dynamic configuration rewritten with WriteDynamic is applied while
+	// Traefik runs. Default off: it is read once at start-up.
+	Watch bool
+	// Throttle is how long Traefik waits after applying one dynamic
+	// configuration before it applies the next
+	// (providers.providersThrottleDuration). 0: Traefik's default, 2 s.
+	Throttle time.Duration
 	// DebugAddr, when set, opens Traefik's API with its debug handlers
 	// (/debug/pprof/...) on a "traefik" entry point at this address —
 	// for profiling the process under load; never in tests.
@@ -121,7 +130,7 @@ func Start(c Config) (*gwproc.Process, error) {
 	if err := os.MkdirAll(dynDir, 0o755); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(dynDir, "dynamic.yml"), c.DynamicYAML, 0o644); err != nil {
+	if err := WriteDynamic(c.WorkDir, c.DynamicYAML); err != nil {
 		return nil, err
 	}
 	args := []string{
@@ -130,7 +139,10 @@ func Start(c Config) (*gwproc.Process, error) {
 		"--log.level=" + c.LogLevel,
 		"--entryPoints." + EntryPoint + ".address={addr}",
 		"--providers.file.directory=" + dynDir,
-		"--providers.file.watch=false",
+		"--providers.file.watch=" + strconv.FormatBool(c.Watch),
+	}
+	if c.Throttle > 0 {
+		args = append(args, "--providers.providersThrottleDuration="+c.Throttle.String())
 	}
 	if c.Bench {
 		for _, k := range []string{"readTimeout", "writeTimeout", "idleTimeout"} {
@@ -165,6 +177,19 @@ func Start(c Config) (*gwproc.Process, error) {
 		ReadyHeader:  c.ReadyHeader,
 		ReadyTimeout: ReadyTimeout,
 	})
+}
+
+// WriteDynamic replaces the dynamic configuration of the Traefik process
+// running in workDir (Config.WorkDir) in one step: the new file is written
+// next to the watched directory and renamed into it, so the file provider
+// never reads it half-written. Without Config.Watch, Traefik only reads it
+// at start-up.
+func WriteDynamic(workDir string, yaml []byte) error {
+	tmp := filepath.Join(workDir, "dynamic.yml.tmp")
+	if err := os.WriteFile(tmp, yaml, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(workDir, "dynamic", "dynamic.yml"))
 }
 
 // InstallPlugin copies PluginFiles of a folder laid out like the

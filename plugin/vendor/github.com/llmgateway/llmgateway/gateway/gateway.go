@@ -177,8 +177,11 @@ func inProcessStore(opts Options, role string) *store.Memory {
 }
 
 // Close releases the gateway's background resources (idle upstream
-// connections; a running target probe sweep is cancelled and waited
-// for). In-flight requests finish normally.
+// connections, the Redis connections; a running target probe sweep is
+// cancelled and waited for). Call it once the gateway serves no more
+// requests: a request still in flight, or one arriving later, finds the
+// Redis client closed (the binary closes after its server's shutdown,
+// the plugin once Traefik has stopped routing to the instance).
 func (g *Gateway) Close() error {
 	g.discovery.close()
 	g.sweeper.close()
