@@ -130,11 +130,21 @@ func indexRoutes(table []*route) map[string]*route {
 // the wrapped next handler (passthroughUnknown) or a 404. Every gateway
 // route authenticates on its own; a request matching no route never
 // reaches authentication. Every answer the gateway writes itself carries
-// the request's ids (startTrace); a request handed to next is untouched.
+// the request's ids (startTrace) and the edge headers, a CORS preflight
+// is answered before any route authenticates (edge.go), and a panic is
+// contained (recover.go); a request handed to next is untouched.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(g.discovery.states) > 0 {
 		g.discovery.maybeRefresh()
 	}
+	if g.cfg.passthroughUnknown && !g.ownsPath(r) {
+		g.next.ServeHTTP(w, r)
+		return
+	}
+	if g.edge(w, r) {
+		return
+	}
+	defer recoverRequest(g, w, r)
 	p := r.URL.Path
 	if m := g.metrics; m != nil {
 		if p == m.settings.path {
