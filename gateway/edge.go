@@ -6,11 +6,12 @@ import (
 	"strings"
 )
 
-// The edge stage: what every answer the gateway writes itself gets
-// before its route runs — the baseline security headers, the CORS
-// headers (cors.go), and a CORS preflight's whole answer — and the panic
-// guard (recover.go). A request handed to next (passthroughUnknown)
-// passes untouched: no header added, no panic recovered.
+// The edge stage, written out at the top of ServeHTTP (routes.go): what
+// every answer the gateway writes itself gets before its route runs —
+// the baseline security headers, the CORS headers (cors.go), and a CORS
+// preflight's whole answer — and the panic guard (recover.go). A request
+// handed to next (passthroughUnknown) passes untouched: no header added,
+// no panic recovered.
 //
 // The security headers:
 //
@@ -32,20 +33,6 @@ var (
 	nosniffValue = []string{"nosniff"}
 	hstsValue    = []string{hstsMaxAge}
 )
-
-// edge sets the edge headers on w and answers a CORS preflight; it
-// reports whether the request is answered (a preflight).
-func (g *Gateway) edge(w http.ResponseWriter, r *http.Request) bool {
-	h := w.Header()
-	h["X-Content-Type-Options"] = nosniffValue
-	if r.TLS != nil || forwardedTLS(r, g.cfg) {
-		h["Strict-Transport-Security"] = hstsValue
-	}
-	if p := g.cfg.cors; p != nil {
-		return p.apply(w, r)
-	}
-	return false
-}
 
 // forwardedTLS reports whether a trusted proxy says the client's
 // connection was TLS: the TCP peer is one of trustedProxies and the

@@ -209,7 +209,10 @@ func estimateStream(c *call, out *outcome) translate.Usage {
 // it to the hook. Deferred first by every route that builds a call, it
 // also contains a panic of the request's handling (recover.go).
 func finish(c *call) {
-	abort := containCallPanic(c, recover())
+	abort := false
+	if v := recover(); v != nil {
+		abort = containCallPanic(c, v)
+	}
 	var extra []store.Incr
 	if c.g.stats != nil && !c.statsDone {
 		extra = finishStats(c)

@@ -16,20 +16,26 @@ import (
 // headers, in a background goroutine, with a reservation held, and
 // http.ErrAbortHandler.
 
-// The probe panics only for the requests that ask for it by their
-// X-Request-Id ("panic-at-<stage>", "abort-at-<stage>"), so it can stay
-// set for the whole test binary (set once, before any test runs: no
-// test races another's writes).
-func init() {
-	panicProbe = func(stage, requestID string) {
-		switch requestID {
-		case "panic-at-" + stage:
-			panic("probe: " + stage)
-		case "abort-at-" + stage:
-			panic(http.ErrAbortHandler)
+// armPanicProbe sets the probe, once, from the first test that needs
+// it: it panics only for the requests that ask for it by their
+// X-Request-Id ("panic-at-<stage>", "abort-at-<stage>"), so it stays set
+// for the rest of the run. Each test arms it before it starts its
+// servers (their goroutines then see the write); benchmarks never arm
+// it, so they measure the nil checks production pays.
+func armPanicProbe() {
+	panicProbeOnce.Do(func() {
+		panicProbe = func(stage, requestID string) {
+			switch requestID {
+			case "panic-at-" + stage:
+				panic("probe: " + stage)
+			case "abort-at-" + stage:
+				panic(http.ErrAbortHandler)
+			}
 		}
-	}
+	})
 }
+
+var panicProbeOnce sync.Once
 
 const (
 	panicCarolKey      = "sk-carol-budget-0001"
@@ -115,6 +121,7 @@ func (b *recordsByID) wait(t *testing.T, id string) requestRecord {
 
 func panicGateway(t *testing.T, setup func(*Gateway)) (string, *fakeUpstream, *recordsByID, *syncBuffer) {
 	t.Helper()
+	armPanicProbe()
 	up := panicUpstream(t)
 	recs := &recordsByID{recs: map[string]requestRecord{}}
 	_, srv, logs := serveTestGateway(t, panicConfig(up.URL), nil, func(g *Gateway) {
@@ -357,6 +364,7 @@ func TestPanicReleasesReservation(t *testing.T) {
 // keepalive's timer) is logged with the request's id and ends only that
 // work: the stream goes on and ends normally, the process serves on.
 func TestPanicInBackgroundGoroutine(t *testing.T) {
+	armPanicProbe()
 	release := make(chan struct{})
 	oai := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
