@@ -31,8 +31,8 @@ import (
 //     callback of the gateway's code a request starts: stream
 //     keepalives, reservation renewals, model discovery, the target
 //     probe sweep, the MCP listing fan-out, the success-rate and event
-//     flush loops (the watchdog and body-stall timers run only a
-//     context cancel or an atomic store).
+//     flush loops (the watchdog and body-stall timers only cancel a
+//     context or give a slot back).
 //
 // Nothing written yet, the answer is a 500 in the route's own envelope
 // (writePanicAnswer). Once the headers are out, a metered stream gets
@@ -49,7 +49,8 @@ import (
 // handler returns instead: a panic raised by interpreted code reaches
 // Traefik wrapped in a reflect.Value, which Traefik's recovery would log
 // as a crash, and Traefik's recovery ends the answer the same way for
-// the bare value anyway.
+// the bare value anyway; an abort before anything was written gets the
+// 500 there (an empty 200 would look like a success).
 
 const (
 	// panicStackBytes bounds the stack a panic's log line carries.
