@@ -184,3 +184,17 @@ func TestOwnsPathFollowsDispatch(t *testing.T) {
 		}
 	}
 }
+
+// Without a next handler, passthroughUnknown changes nothing for the
+// edge: the 404 is the gateway's own and carries its headers.
+func TestEdgeWithoutNext(t *testing.T) {
+	up := panicUpstream(t)
+	cfg := strings.Replace(panicConfig(up.URL), "{", `{"passthroughUnknown": true, "cors": {"allowedOrigins": ["`+corsOrigin+`"]},`, 1)
+	srv, _ := newTestGateway(t, cfg, nil)
+	resp, body := send(t, srv.URL, testRequest{method: "GET", path: "/other/path", headers: map[string]string{"Origin": corsOrigin}})
+	if resp.StatusCode != http.StatusNotFound || resp.Header.Get("X-Content-Type-Options") != "nosniff" ||
+		resp.Header.Get("Access-Control-Allow-Origin") != corsOrigin {
+		t.Fatalf("%d %v %s", resp.StatusCode, resp.Header, body)
+	}
+	decodeEnvelope(t, body)
+}

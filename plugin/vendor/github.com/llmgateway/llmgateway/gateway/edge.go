@@ -53,8 +53,8 @@ func forwardedTLS(r *http.Request, cfg *compiledConfig) bool {
 }
 
 // ownsPath reports whether the gateway answers r itself rather than
-// handing it to next, with passthroughUnknown set (without it the
-// gateway answers everything, a 404 included). It follows ServeHTTP's
+// handing it to next, with passthroughUnknown set and a next given to
+// New (otherwise the gateway answers everything, a 404 included). It follows ServeHTTP's
 // dispatch, in its order; TestOwnsPathFollowsDispatch checks that the
 // two agree on every kind of path.
 func (g *Gateway) ownsPath(r *http.Request) bool {

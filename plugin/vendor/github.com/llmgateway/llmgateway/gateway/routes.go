@@ -137,7 +137,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(g.discovery.states) > 0 {
 		g.discovery.maybeRefresh()
 	}
-	if g.cfg.passthroughUnknown && !g.ownsPath(r) {
+	if g.cfg.passthroughUnknown && !g.noNext && !g.ownsPath(r) {
 		g.next.ServeHTTP(w, r)
 		return
 	}
