@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"text/template"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 )
@@ -43,14 +44,11 @@ import (
 //
 // http.ErrAbortHandler is not a failure but the net/http convention for
 // "abort this response" (httputil.ReverseProxy panics with it when a
-// relayed body breaks after the headers): it is not logged, the record
-// is completed, and it is panicked again so net/http closes the
-// connection without logging. Interpreted (the Traefik plugin), the
-// handler returns instead: a panic raised by interpreted code reaches
-// Traefik wrapped in a reflect.Value, which Traefik's recovery would log
-// as a crash, and Traefik's recovery ends the answer the same way for
-// the bare value anyway; an abort before anything was written gets the
-// 500 there (an empty 200 would look like a success).
+// relayed body breaks after the headers, so the client sees a cut answer
+// rather than a short complete one): it is not logged, the record is
+// completed, and it is raised again (abortAnswer) for net/http — or
+// Traefik's recovery, which passes it on once headers are out — to drop
+// the connection without logging.
 
 const (
 	// panicStackBytes bounds the stack a panic's log line carries.
@@ -66,13 +64,6 @@ const (
 // metered stream's headers sent) and "keepalive" (a stream keepalive's
 // timer goroutine).
 var panicProbe func(stage, requestID string)
-
-// interpreterMarker's type has no name only under Yaegi, which builds
-// every interpreted type with reflect and so cannot name it.
-type interpreterMarker struct{}
-
-// interpreted reports whether the core runs under the interpreter.
-var interpreted = reflect.TypeOf(interpreterMarker{}).Name() == ""
 
 // errInternal is the answer of a request whose handling panicked.
 func errInternal() *apiError {
@@ -90,14 +81,9 @@ func containCallPanic(c *call, v interface{}) bool {
 	}
 	v = unwrapPanic(v)
 	if isAbortHandler(v) {
-		if !interpreted || !c.rec.firstByte.IsZero() {
-			return !interpreted
-		}
-		// Interpreted, nothing written: the abort cannot reach net/http,
-		// and returning would answer an empty 200; a 500 it is.
-	} else {
-		logPanic(c.g.log, c.r, v, c.trace.logTail)
+		return true
 	}
+	logPanic(c.g.log, c.r, v, c.trace.logTail)
 	e := errInternal()
 	c.rec.errorCode, c.rec.errorMessage, c.rec.errorClass = e.Code, e.Message, ""
 	if c.rec.firstByte.IsZero() {
@@ -137,16 +123,12 @@ func recoverRequest(g *Gateway, w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v = unwrapPanic(v)
-	written := w.Header().Get("Content-Type") != ""
 	if isAbortHandler(v) {
-		if !interpreted || written {
-			abortAnswer()
-			return
-		}
-	} else {
-		logPanic(g.log, r, v, answerIDs(w, r))
+		abortAnswer()
+		return
 	}
-	if !written {
+	logPanic(g.log, r, v, answerIDs(w, r))
+	if w.Header().Get("Content-Type") == "" {
 		writePanicAnswer(w, pathFormat(r.URL.Path), errInternal())
 	}
 }
@@ -170,14 +152,13 @@ func logBackgroundPanic(log *logger, task, ids string, v interface{}) {
 	log.line("ERROR", "panic in background task "+task+": "+panicText(unwrapPanic(v))+ids+" stack="+panicStack())
 }
 
-// abortAnswer aborts the answer the net/http way (see the top of this
-// file); interpreted it returns, and the host ends the answer (an abort
-// before anything was written is answered with the 500 instead: an
-// empty 200 would look like a success).
+// abortAnswer raises http.ErrAbortHandler again. It panics from
+// compiled code (template.Must panics with the error it is given, as it
+// is): a panic raised by interpreted code reaches the host wrapped in a
+// reflect.Value under Yaegi, which net/http and Traefik's recovery would
+// take for a crash (logged, with a stack) instead of the abort.
 func abortAnswer() {
-	if !interpreted {
-		panic(http.ErrAbortHandler)
-	}
+	template.Must(nil, http.ErrAbortHandler)
 }
 
 // writePanicAnswer writes e as the whole answer in f's envelope (POST
