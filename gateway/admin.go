@@ -15,7 +15,8 @@ import (
 // data) and the read-only JSON API under /admin/api/, gated
 // as one: no valid key is a 401, a non-admin key a 403. Admin traffic
 // never calls the limiter. Every admin response carries
-// X-Content-Type-Options: nosniff and adminCSP; the JSON routes also
+// X-Content-Type-Options: nosniff, X-Frame-Options: DENY and adminCSP
+// (whose frame-ancestors 'none' is XFO's successor); the JSON routes also
 // Cache-Control: no-store. The routes: overview, usage, catalog,
 // consumers (admin_overview.go, admin_catalog.go), config
 // (admin_config.go), usage/history and usage/series (admin_history.go),
@@ -37,6 +38,7 @@ func (g *Gateway) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Security-Policy", adminCSP)
+	h.Set("X-Frame-Options", "DENY")
 	p := r.URL.Path
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		h.Set("Allow", "GET, HEAD")

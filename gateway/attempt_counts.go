@@ -75,6 +75,7 @@ func (a *attemptCounts) loop() {
 			a.mu.Lock()
 			a.running = false
 			a.mu.Unlock()
+			logBackgroundPanic(a.l.log, "success-rate flush", "", r)
 		}
 	}()
 	for {

@@ -104,6 +104,9 @@ type Config struct {
 	// TargetHealth configures the active health probes of MCP servers and
 	// agents (passive recording from traffic is always on).
 	TargetHealth *TargetHealthConfig `json:"targetHealth"`
+	// Cors allows browser pages of the listed origins to call the
+	// gateway's routes (cors.go). Omitted: no CORS header is sent.
+	Cors *CORSConfig `json:"cors"`
 }
 
 // TargetConfig is one MCP server.

@@ -157,6 +157,7 @@ func (f *eventFeed) loop() {
 			f.mu.Lock()
 			f.running = false
 			f.mu.Unlock()
+			logBackgroundPanic(f.log, "event mirror flush", "", r)
 		}
 	}()
 	for {

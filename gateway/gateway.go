@@ -65,6 +65,9 @@ type Gateway struct {
 	// recordHook, when set, receives every request record (record.go)
 	// as its request ends.
 	recordHook func(*requestRecord)
+	// noNext: New got a nil next, so next is the gateway's own 404 and
+	// every request is the gateway's to answer (edge.go).
+	noNext bool
 }
 
 // New validates cfg, compiles it into the gateway's immutable runtime
@@ -137,6 +140,7 @@ func New(next http.Handler, cfg *Config, opts Options) (*Gateway, error) {
 
 	if next == nil {
 		g.next = http.HandlerFunc(notFound)
+		g.noNext = true
 	}
 	g.discovery = newDiscoverer(compiled, g.transport, log)
 	g.discovery.onChange = func() { g.rebuildRegistry() }

@@ -159,6 +159,7 @@ func fetchServerListing(g *Gateway, ctx context.Context, t *targetRuntime, tr *r
 	defer func() {
 		if r := recover(); r != nil {
 			out.failure = &mcpFailure{message: "internal error", class: apierr.ClassBadResponse}
+			logBackgroundPanic(g.log, "mcp tools/list fan-out", tr.logTail, r)
 		}
 		wg.Done()
 	}()

@@ -259,22 +259,30 @@ type keepalive struct {
 	every   time.Duration
 	timer   *time.Timer
 	stopped bool
+	// log and trace name the request in a panic's log line.
+	log   *logger
+	trace *requestTrace
 }
 
-func startKeepalive(w http.ResponseWriter, f http.Flusher, event []byte, every time.Duration) *keepalive {
-	k := &keepalive{w: w, flusher: f, event: event, every: every}
+func startKeepalive(w http.ResponseWriter, f http.Flusher, event []byte, every time.Duration, log *logger, tr *requestTrace) *keepalive {
+	k := &keepalive{w: w, flusher: f, event: event, every: every, log: log, trace: tr}
 	k.mu.Lock()
 	k.timer = time.AfterFunc(every, func() { keepaliveFire(k) })
 	k.mu.Unlock()
 	return k
 }
 
-// keepaliveFire writes the keepalive event and arms the next one.
+// keepaliveFire writes the keepalive event and arms the next one (a
+// timer goroutine: it recovers; after a panic no keepalive follows).
 func keepaliveFire(k *keepalive) {
+	defer recoverBackground(k.log, "stream keepalive", k.trace.logTail)
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.stopped {
 		return
+	}
+	if panicProbe != nil {
+		panicProbe("keepalive", k.trace.requestID)
 	}
 	_, _ = k.w.Write(k.event)
 	if k.flusher != nil {

@@ -33,6 +33,9 @@ func admit(c *call, provider, model string, tokens, cost int64) *apiError {
 // the store can.
 func count(c *call, tokens, cost int64, peek *store.Peek) *apiError {
 	g, user := c.g, c.user
+	if panicProbe != nil {
+		defer panicProbe("count", c.trace.requestID)
+	}
 	if user.budgeted && c.route.priced {
 		r, e := g.limiter.reservePeek(c.r.Context(), user.scopes, tokens, cost, peek)
 		if e != nil {

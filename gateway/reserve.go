@@ -247,6 +247,7 @@ func explainReservation(e *apiError, bc *budgetCheck, v store.Verdict, tokens, c
 // renewReservation extends a live reservation and schedules the next
 // renewal; it stops once the reservation is settled.
 func renewReservation(r *reservation) {
+	defer recoverBackground(r.l.log, "reservation renewal", "")
 	r.mu.Lock()
 	if r.settled {
 		r.mu.Unlock()

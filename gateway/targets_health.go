@@ -217,6 +217,14 @@ func (g *Gateway) maybeSweepTargets() {
 // sweepTargets probes every target, sweepConcurrency at a time.
 func (g *Gateway) sweepTargets(s *targetSweeper) {
 	defer s.wg.Done()
+	defer func() {
+		if v := recover(); v != nil {
+			s.mu.Lock()
+			s.running = false
+			s.mu.Unlock()
+			logBackgroundPanic(g.log, "target probe sweep", "", v)
+		}
+	}()
 	var targets []*targetRuntime
 	for i := 0; i < len(g.cfg.mcpNames); i++ {
 		targets = append(targets, g.cfg.mcpServers[g.cfg.mcpNames[i]])
@@ -234,6 +242,7 @@ func (g *Gateway) sweepTargets(s *targetSweeper) {
 	for w := 0; w < workers; w++ {
 		go func() {
 			defer wg.Done()
+			defer recoverBackground(g.log, "target probe", "")
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= len(targets) || s.ctx.Err() != nil {

@@ -160,6 +160,8 @@ type compiledConfig struct {
 	agents       map[string]*targetRuntime
 	agentNames   []string
 	targetHealth targetHealthSettings
+	// cors is the compiled cors block (cors.go); nil: CORS off.
+	cors *corsPolicy
 	// warnings are logged once the gateway has a logger.
 	warnings  []string
 	bodySlots int // body-admission semaphore size
@@ -220,6 +222,9 @@ func compileConfig(cfg *Config) (*compiledConfig, error) {
 		return nil, fmt.Errorf("config: reservationTTL: %q must be at least 1s", cfg.ReservationTTL)
 	}
 	if c.trustedProxies, err = compileTrustedProxies(cfg.TrustedProxies); err != nil {
+		return nil, err
+	}
+	if c.cors, err = compileCORS(cfg.Cors); err != nil {
 		return nil, err
 	}
 	if c.pricing, err = compilePricing(cfg.Pricing); err != nil {

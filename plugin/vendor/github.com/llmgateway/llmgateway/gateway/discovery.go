@@ -122,7 +122,7 @@ func (d *discoverer) scheduleRetry(s *discoveryState) {
 		return
 	}
 	d.timers = append(d.timers, d.schedule(d.retryDelay, func() {
-		defer func() { _ = recover() }()
+		defer recoverBackground(d.log, "model discovery", "")
 		s.mu.Lock()
 		skip := s.refreshing || s.completed != completedAtFailure
 		s.mu.Unlock()
@@ -148,7 +148,7 @@ func (d *discoverer) maybeRefresh() {
 		d.running.Add(1)
 		go func(s *discoveryState) {
 			defer d.running.Done()
-			defer func() { _ = recover() }()
+			defer recoverBackground(d.log, "model discovery", "")
 			d.run(s, s.provider.timeout)
 		}(s)
 	}

@@ -33,8 +33,9 @@ import (
 // either direction (ReverseProxy's rules); the request carries the
 // gateway's X-Request-Id and a traceparent of its own span. The answer's
 // headers are relayed (the target's X-Request-Id as
-// X-Upstream-Request-Id, its trace headers replaced by the gateway's),
-// its body streamed: ReverseProxy flushes a text/event-stream answer
+// X-Upstream-Request-Id, its trace headers replaced by the gateway's,
+// its CORS, nosniff and HSTS headers by the gateway's edge headers:
+// dropEdgeHeaders), its body streamed: ReverseProxy flushes a text/event-stream answer
 // after every write.
 //
 // Timeouts: the watchdog allows requestTimeout without progress — to the
@@ -295,6 +296,7 @@ func (x *targetExchange) modify(resp *http.Response) error {
 	upstreamRequestID(resp.Header)
 	delete(resp.Header, "Traceparent")
 	delete(resp.Header, "Tracestate")
+	dropEdgeHeaders(resp.Header)
 	x.resp = &targetBody{r: resp.Body, c: resp.Body, wd: x.wd}
 	resp.Body = x.resp
 	if secrets := targetSecrets(t); len(secrets) > 0 {

@@ -206,8 +206,13 @@ func estimateStream(c *call, out *outcome) translate.Usage {
 }
 
 // finish is the record stage: it completes the request record and hands
-// it to the hook.
+// it to the hook. Deferred first by every route that builds a call, it
+// also contains a panic of the request's handling (recover.go).
 func finish(c *call) {
+	abort := false
+	if v := recover(); v != nil {
+		abort = containCallPanic(c, v)
+	}
 	var extra []store.Incr
 	if c.g.stats != nil && !c.statsDone {
 		extra = finishStats(c)
@@ -221,6 +226,9 @@ func finish(c *call) {
 		writeStats(c.g.limiter, extra)
 	}
 	emitRecord(c.g, &c.rec)
+	if abort {
+		abortAnswer()
+	}
 }
 
 // emitRecord completes the record's timings and emits it: the access

@@ -127,6 +127,9 @@ func startStream(c *call, status int) {
 	if f, ok := c.w.(http.Flusher); ok {
 		f.Flush()
 	}
+	if panicProbe != nil {
+		panicProbe("stream", c.trace.requestID)
+	}
 }
 
 // streamWriter writes stream bytes to the client and flushes after each
@@ -194,7 +197,7 @@ func relayTranslated(c *call, x *exchange, o *outbound, st translate.StreamTrans
 	sw := newStreamWriter(c.w)
 	var ka *keepalive
 	if c.format.keepalive != nil {
-		ka = startKeepalive(c.w, sw.flusher, c.format.keepalive, c.g.keepaliveEvery)
+		ka = startKeepalive(c.w, sw.flusher, c.format.keepalive, c.g.keepaliveEvery, c.g.log, c.trace)
 		defer keepaliveStop(ka)
 	}
 	rd := sse.NewReader(x.body, maxUpstreamResponseBytes)

@@ -130,11 +130,28 @@ func indexRoutes(table []*route) map[string]*route {
 // the wrapped next handler (passthroughUnknown) or a 404. Every gateway
 // route authenticates on its own; a request matching no route never
 // reaches authentication. Every answer the gateway writes itself carries
-// the request's ids (startTrace); a request handed to next is untouched.
+// the request's ids (startTrace) and the edge headers, a CORS preflight
+// is answered before any route authenticates (edge.go), and a panic is
+// contained (recover.go); a request handed to next is untouched.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(g.discovery.states) > 0 {
 		g.discovery.maybeRefresh()
 	}
+	if g.cfg.passthroughUnknown && !g.noNext && !g.ownsPath(r) {
+		g.next.ServeHTTP(w, r)
+		return
+	}
+	// The edge stage (edge.go), written out: under the interpreter every
+	// call on the request path costs allocations.
+	h := w.Header()
+	h["X-Content-Type-Options"] = nosniffValue
+	if r.TLS != nil || len(g.cfg.trustedProxies) > 0 && forwardedTLS(r, g.cfg) {
+		h["Strict-Transport-Security"] = hstsValue
+	}
+	if g.cfg.cors != nil && g.cfg.cors.apply(w, r) {
+		return // a CORS preflight, answered before any route authenticates
+	}
+	defer recoverRequest(g, w, r)
 	p := r.URL.Path
 	if m := g.metrics; m != nil {
 		if p == m.settings.path {

@@ -96,6 +96,9 @@ func startTrace(w http.ResponseWriter, r *http.Request) *requestTrace {
 	out := w.Header()
 	out["X-Request-Id"] = []string{t.requestID}
 	out["Traceparent"] = []string{"00-" + t.traceID + "-" + t.spanID + "-" + t.flags}
+	if panicProbe != nil {
+		panicProbe("trace", t.requestID)
+	}
 	return t
 }
 
