@@ -256,7 +256,11 @@ func federatedCall(g *Gateway, ctx context.Context, user *userRuntime, name stri
 	if a.listChanged {
 		invalidateTools(&g.mcp, t.name)
 	}
-	out.rpcError = a.rpcError
+	// A JSON-RPC error is an error answer: the target's own credentials
+	// quoted in it are redacted, as in a proxied error answer.
+	if a.rpcError != nil {
+		out.rpcError = json.RawMessage(redactTargetSecrets([]byte(a.rpcError), t))
+	}
 	out.result = a.result
 	return out
 }

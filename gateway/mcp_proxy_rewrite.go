@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net"
@@ -32,8 +33,10 @@ import (
 //     the card stays as the agent wrote it. A larger card, or one that
 //     is not a JSON object, is relayed unchanged (logged).
 //   - An error answer (4xx/5xx) of a target with configured headers (or
-//     URL userinfo): those secret values (8 bytes or longer) are replaced
-//     by [REDACTED] in its first MiB and in every response header.
+//     URL userinfo): those secret values (8 bytes or longer; also the
+//     credential alone of a "<scheme> <credential>" value, and the Basic
+//     credential derived from the userinfo) are replaced by [REDACTED]
+//     in its first MiB and in every response header.
 
 const (
 	maxAgentCardBytes     = 1 << 20
@@ -454,23 +457,46 @@ func appendURLPatch(patches []jsonPatch, card []byte, m jsonMember, mapURL func(
 }
 
 // targetSecrets are the secret values a target's answers must not
-// carry back: its configured header values and its URL's password (those
-// of minRedactedSecret bytes or more).
+// carry back (those of minRedactedSecret bytes or more): its configured
+// header values, and of a "<scheme> <credential>" value ("Bearer tok")
+// the credential alone too (a server quoting the token it refused
+// quotes it without the scheme); its URL's password and the Basic
+// credential the proxy derives from the userinfo.
 func targetSecrets(t *targetRuntime) []string {
 	var out []string
 	for _, vs := range t.header {
 		for i := 0; i < len(vs); i++ {
-			if len(vs[i]) >= minRedactedSecret {
-				out = append(out, vs[i])
+			out = appendSecretValue(out, vs[i])
+			if sp := strings.IndexByte(vs[i], ' '); sp > 0 {
+				out = appendSecretValue(out, strings.TrimSpace(vs[i][sp+1:]))
 			}
 		}
 	}
 	if u := t.base.User; u != nil {
-		if pass, set := u.Password(); set && len(pass) >= minRedactedSecret {
-			out = append(out, pass)
+		pass, set := u.Password()
+		if set {
+			out = appendSecretValue(out, pass)
 		}
+		out = appendSecretValue(out, base64.StdEncoding.EncodeToString([]byte(u.Username()+":"+pass)))
 	}
 	return out
+}
+
+func appendSecretValue(out []string, v string) []string {
+	if len(v) < minRedactedSecret {
+		return out
+	}
+	return append(out, v)
+}
+
+// redactTargetSecrets replaces t's secrets in data (a backend's answer
+// the gateway relays).
+func redactTargetSecrets(data []byte, t *targetRuntime) []byte {
+	secrets := targetSecrets(t)
+	for i := 0; i < len(secrets); i++ {
+		data = redactSecret(data, secrets[i])
+	}
+	return data
 }
 
 // redactTargetHeaders replaces secrets in every response header value.

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -387,4 +388,77 @@ func mergeHeaders(a, b map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// A target's credential quoted back without its auth scheme ("Bearer "
+// dropped), the Basic credential the proxy derives from a URL's
+// userinfo, and a federated tool's JSON-RPC error quoting the server's
+// headers: each is redacted (found by the binary's secrets scan,
+// integration/secrets_scan_test.go).
+func TestSecretsNeverLeakTargetCredentialForms(t *testing.T) {
+	const (
+		bearerToken = "tok-LEAK-bearer-only-5a5a"
+		userinfoPw  = "pw-LEAK-userinfo-7e7e"
+		headerToken = "tok-LEAK-header-9f9f"
+	)
+	basic := base64.StdEncoding.EncodeToString([]byte("agent:" + userinfoPw))
+	quote := func(r *http.Request) string {
+		auth := r.Header.Get("Authorization")
+		return "auth=" + auth + " token=" + auth[strings.IndexByte(auth, ' ')+1:] + " x=" + r.Header.Get("X-Token")
+	}
+	echo := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/fail") {
+			w.Header().Set("X-Echo", quote(r))
+			w.WriteHeader(401)
+			_, _ = io.WriteString(w, "refused "+quote(r))
+			return
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&m)
+		w.Header().Set("Content-Type", "application/json")
+		switch m.Method {
+		case "tools/list":
+			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"tools":[{"name":"leak","inputSchema":{"type":"object"}}]}}`)
+		default:
+			msg, _ := json.Marshal("refused " + quote(r))
+			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"error":{"code":-32001,"message":`+string(msg)+`}}`)
+		}
+	})
+	userinfoURL := strings.Replace(echo.URL, "http://", "http://agent:"+userinfoPw+"@", 1)
+	cfg := withTop(leakFixture(t, echo.URL), `"mcpServers": {
+		"tok": {"url": "`+echo.URL+`/tok", "headers": {"Authorization": "Bearer `+bearerToken+`", "X-Token": "`+headerToken+`"}}},
+		"agents": {"ui": {"url": "`+userinfoURL+`/ui"}},`)
+	srv, logs := newTestGateway(t, cfg, nil)
+	secrets := []string{bearerToken, userinfoPw, basic, headerToken}
+	for _, tc := range []struct {
+		name   string
+		req    testRequest
+		status int
+	}{
+		{"proxy_token_without_scheme", testRequest{path: "/mcp/tok/fail", body: `{}`, headers: bearer(leakUserLiteral)}, 401},
+		{"proxy_userinfo_basic", testRequest{path: "/a2a/ui/fail", body: `{}`, headers: bearer(leakUserLiteral)}, 401},
+		{"federated_rpc_error", testRequest{path: "/mcp", body: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"tok_leak","arguments":{}}}`,
+			headers: bearer(leakUserLiteral)}, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := send(t, srv.URL, tc.req)
+			if resp.StatusCode != tc.status || !strings.Contains(body, "[REDACTED]") {
+				t.Fatalf("status %d, want %d and a redaction: %s", resp.StatusCode, tc.status, body)
+			}
+			all := body + fmt.Sprint(resp.Header)
+			for _, s := range secrets {
+				if strings.Contains(all, s) {
+					t.Errorf("the answer carries %q: %v %s", s, resp.Header, body)
+				}
+			}
+		})
+	}
+	for _, s := range secrets {
+		if strings.Contains(logs.String(), s) {
+			t.Errorf("the log carries %q", s)
+		}
+	}
 }

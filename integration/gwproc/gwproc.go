@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -81,6 +82,10 @@ type Config struct {
 	ReadyTimeout time.Duration
 	// Dir is the working directory. Empty: the caller's.
 	Dir string
+	// Output, when set, also receives everything the process writes to
+	// stdout and stderr, uncapped (Logs keeps only the last MiB or so).
+	// It is complete once Done is closed.
+	Output io.Writer
 }
 
 // StartGateway writes configJSON to dir/config.json and starts the gateway
@@ -135,8 +140,12 @@ func startOnce(c Config) (*Process, error) {
 	p.cmd = exec.Command(c.Binary, args...)
 	p.cmd.Env = append(os.Environ(), c.Env...)
 	p.cmd.Dir = c.Dir
-	p.cmd.Stdout = p.logs
-	p.cmd.Stderr = p.logs
+	var out io.Writer = p.logs
+	if c.Output != nil {
+		out = io.MultiWriter(p.logs, c.Output)
+	}
+	p.cmd.Stdout = out
+	p.cmd.Stderr = out
 	if err := p.cmd.Start(); err != nil {
 		return nil, err
 	}

@@ -31,6 +31,7 @@
 //	X-Mock-Truncate-After: 2   stream 2 events, then end the response without error or terminator
 //	X-Mock-Tool-Call: 1        (Anthropic, Gemini, Responses) answer with a tool call of the request's first tool
 //	X-Mock-SSE-CRLF: 1         end SSE lines with \r\n instead of \n
+//	X-Mock-Echo-Credentials: 1 answer an error quoting the request's credentials (echo.go)
 //
 // A gateway in front of the mock usually does not forward such headers, so
 // the same knobs can ride in the URL: leading path segment pairs
@@ -278,6 +279,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	seq := strconv.FormatInt(s.seq.Add(1), 10)
 	w.Header().Set("X-Request-Id", "req_mock_"+seq)
 	if !s.delay(w, r, seq) {
+		return
+	}
+	if r.Header.Get(HeaderEchoCredentials) != "" {
+		serveEchoCredentials(w, r, seq)
 		return
 	}
 

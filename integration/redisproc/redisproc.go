@@ -60,6 +60,7 @@ type Server struct {
 
 	bin, dir string
 	args     []string // extra flags (Options.Args), kept across Restart
+	password string   // Options.Password
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -81,13 +82,20 @@ type Options struct {
 	// acknowledged write survive a SIGKILL. Restart keeps them, and the
 	// directory, so a restarted server loads what the last one persisted.
 	Args []string
+	// Password, when set, starts the server with --requirepass: every
+	// client must AUTH with it (the readiness PING does). Restart keeps it.
+	Password string
 }
 
 // StartWith is Start with extra server flags.
 func StartWith(tb testing.TB, opts Options) *Server {
 	tb.Helper()
 	bin := Require(tb)
-	s, err := startServer(bin, tb.TempDir(), opts.Args)
+	args := opts.Args
+	if opts.Password != "" {
+		args = append([]string{"--requirepass", opts.Password}, args...)
+	}
+	s, err := startServer(bin, tb.TempDir(), args, opts.Password)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -104,17 +112,17 @@ func StartWith(tb testing.TB, opts Options) *Server {
 // its working directory, retrying with another port when the chosen one
 // was taken in the meantime.
 func StartServer(bin, dir string) (*Server, error) {
-	return startServer(bin, dir, nil)
+	return startServer(bin, dir, nil, "")
 }
 
-func startServer(bin, dir string, args []string) (*Server, error) {
+func startServer(bin, dir string, args []string, password string) (*Server, error) {
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
 		port, err := freePort()
 		if err != nil {
 			return nil, err
 		}
-		s := &Server{Addr: net.JoinHostPort("127.0.0.1", port), Port: port, bin: bin, dir: dir, args: args}
+		s := &Server{Addr: net.JoinHostPort("127.0.0.1", port), Port: port, bin: bin, dir: dir, args: args, password: password}
 		if lastErr = s.start(10 * time.Second); lastErr == nil {
 			return s, nil
 		}
@@ -179,7 +187,7 @@ func (s *Server) start(timeout time.Duration) error {
 			return fmt.Errorf("redis-server on port %s exited before answering PING: %s\n%s", s.Port, strings.TrimSpace(out.String()), s.Log())
 		default:
 		}
-		if Ping(s.Addr) == nil {
+		if PingAuth(s.Addr, s.password) == nil {
 			return nil
 		}
 		if time.Now().After(deadline) {

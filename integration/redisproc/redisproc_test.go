@@ -100,6 +100,27 @@ func TestServerRestartKeepsPort(t *testing.T) {
 	}
 }
 
+// With Options.Password the server refuses a client that has not sent
+// AUTH, answers one that has, and keeps the password across Restart.
+func TestServerPassword(t *testing.T) {
+	s := StartWith(t, Options{Password: "pw-redisproc-test"})
+	if err := Ping(s.Addr); err == nil {
+		t.Fatal("PING without AUTH answered")
+	}
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if err := PingAuth(s.Addr, "pw-redisproc-test"); err != nil {
+		t.Fatal(err)
+	}
+	if err := PingAuth(s.Addr, "wrong-password"); err == nil {
+		t.Fatal("a wrong password was accepted")
+	}
+}
+
 func TestParsers(t *testing.T) {
 	b := append(EncodeCommand("SET", "k", "a\r\nb"), "*2\r\n$3\r\nGE"...)
 	args, used, err := ParseCommand(b)

@@ -129,11 +129,26 @@ func (c *Conn) Strings(args ...string) ([]string, error) {
 
 // Ping dials addr, sends PING and expects +PONG.
 func Ping(addr string) error {
+	return PingAuth(addr, "")
+}
+
+// PingAuth is Ping on a server that requires a password: AUTH first
+// (skipped when password is empty).
+func PingAuth(addr, password string) error {
 	c, err := Dial(addr)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	if password != "" {
+		v, err := c.Do("AUTH", password)
+		if err != nil {
+			return err
+		}
+		if err := v.Err(); err != nil {
+			return err
+		}
+	}
 	v, err := c.Do("PING")
 	if err != nil {
 		return err
