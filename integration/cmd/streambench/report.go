@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/llmgateway/llmgateway/integration/gwproc"
 )
 
 // targetRSSBytes is the goal at 10,000 streams: 300 MB.
@@ -73,16 +75,21 @@ func (r *phaseResult) fits() (fit, fit, bool) {
 	return f, g, haveG && len(gs) > 0
 }
 
-// liveFit is the fit of the live heap (bytes after a garbage collection,
-// in KiB) over the steps, when the target reports it.
-func (r *phaseResult) liveFit() (fit, bool) {
+// statsFit is the fit of a debug-stats figure (bytes, in KiB) over the
+// steps, read after a garbage collection (live) or before it, when the
+// target reports it.
+func (r *phaseResult) statsFit(value func(*gwproc.DebugStats) uint64, live bool) (fit, bool) {
 	var xs, ys []float64
 	for _, s := range r.samples {
-		if s.live == nil {
+		st := s.stats
+		if live {
+			st = s.live
+		}
+		if st == nil {
 			return fit{}, false
 		}
 		xs = append(xs, float64(s.streams))
-		ys = append(ys, float64(s.live.HeapAlloc)/1024)
+		ys = append(ys, float64(value(st))/1024)
 	}
 	return linearFit(xs, ys), len(xs) > 1
 }
@@ -126,12 +133,12 @@ func render(cfg benchConfig, results []*phaseResult) string {
 	fmt.Fprintf(&b, "- per-stream KiB = slope of a least-squares line of RSS over the steps; linear = R² ≥ %.2f; Δ KiB/stream = from the previous step; target ≤ 300 MB RSS at 10,000 streams\n\n", linearR2)
 
 	fmt.Fprintf(&b, "## Summary\n\n")
-	fmt.Fprintf(&b, "| target | upstream | streams | RSS MiB | peak RSS held MiB | per stream KiB | fit intercept MiB | R² | linear | goroutines per stream | live heap per stream KiB | ≤ 300 MB at 10k |\n")
-	fmt.Fprintf(&b, "|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---|\n")
+	fmt.Fprintf(&b, "| target | upstream | streams | RSS MiB | peak RSS held MiB | per stream KiB | fit intercept MiB | R² | linear | goroutines per stream | live heap per stream KiB | stacks per stream KiB | ≤ 300 MB at 10k |\n")
+	fmt.Fprintf(&b, "|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|\n")
 	for _, r := range results {
 		t := r.top()
 		if t == nil {
-			fmt.Fprintf(&b, "| %s | %s | — | — | — | — | — | — | — | — | — | %s |\n", r.target, r.protocol, escape(r.err))
+			fmt.Fprintf(&b, "| %s | %s | — | — | — | — | — | — | — | — | — | — | %s |\n", r.target, r.protocol, escape(r.err))
 			continue
 		}
 		f, g, haveG := r.fits()
@@ -153,14 +160,18 @@ func render(cfg benchConfig, results []*phaseResult) string {
 		} else if float64(r.peakRSSKB())*1024 > targetRSSBytes {
 			verdict = "missed"
 		}
-		live := "—"
-		if lf, ok := r.liveFit(); ok {
+		live, stacks := "—", "—"
+		if lf, ok := r.statsFit(func(s *gwproc.DebugStats) uint64 { return s.HeapAlloc }, true); ok {
 			live = fmt.Sprintf("%.1f", lf.slope)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %.1f | %.1f | %.1f | %.1f | %.4f | %s | %s | %s | %s |\n",
-			r.target, r.protocol, t.streams, mib(t.proc.RSSKB), mib(r.peakRSSKB()), f.slope, f.intercept/1024, f.r2, linear, gps, live, verdict)
+		if sf, ok := r.statsFit(func(s *gwproc.DebugStats) uint64 { return s.StackInuse }, false); ok {
+			stacks = fmt.Sprintf("%.1f", sf.slope)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %.1f | %.1f | %.1f | %.1f | %.4f | %s | %s | %s | %s | %s |\n",
+			r.target, r.protocol, t.streams, mib(t.proc.RSSKB), mib(r.peakRSSKB()), f.slope, f.intercept/1024, f.r2, linear, gps, live, stacks, verdict)
 	}
 
+	writeRatios(&b, results)
 	for _, r := range results {
 		fmt.Fprintf(&b, "\n## %s, upstream %s\n\n", r.target, r.protocol)
 		if r.capped != "" {
@@ -215,4 +226,37 @@ func capitalize(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// writeRatios compares the gateway with the bare proxy per upstream
+// protocol, where both ran to the same top step.
+func writeRatios(b *strings.Builder, results []*phaseResult) {
+	byKey := map[string]*phaseResult{}
+	seen := map[string]bool{}
+	var protocols []string
+	for _, r := range results {
+		if r.top() == nil {
+			continue
+		}
+		if !seen[r.protocol] {
+			seen[r.protocol] = true
+			protocols = append(protocols, r.protocol)
+		}
+		byKey[r.target+"/"+r.protocol] = r
+	}
+	header := false
+	for _, p := range protocols {
+		gw, bare := byKey["gateway/"+p], byKey["bare/"+p]
+		if gw == nil || bare == nil || gw.top().streams != bare.top().streams {
+			continue
+		}
+		if !header {
+			fmt.Fprintf(b, "\n## Gateway / bare proxy\n\n| upstream | streams | RSS ratio | per-stream ratio |\n|---|---:|---:|---:|\n")
+			header = true
+		}
+		gf, _, _ := gw.fits()
+		bf, _, _ := bare.fits()
+		fmt.Fprintf(b, "| %s | %d | %.2f× | %.2f× |\n", p, gw.top().streams,
+			float64(gw.top().proc.RSSKB)/float64(bare.top().proc.RSSKB), gf.slope/bf.slope)
+	}
 }
