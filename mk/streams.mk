@@ -19,7 +19,7 @@ SOAK_PNG ?= docs/soak.png
 
 .PHONY: bench-streams soak
 
-bench-streams: ## up to 10,000 concurrent SSE streams through one gateway process vs a bare proxy: RSS, goroutines, FDs, KiB per stream (writes bench/streams.md; ~12 min)
+bench-streams: ## up to 10,000 concurrent SSE streams through one gateway process vs a bare proxy: RSS, goroutines, FDs, KiB per stream (writes bench/streams.md; ~10 min)
 	cd integration && $(GO) build -o ../$(BIN)/streambench ./cmd/streambench
 	./$(BIN)/streambench -steps $(STREAMS_STEPS) -out $(STREAMS_OUT)
 
