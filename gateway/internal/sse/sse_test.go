@@ -253,3 +253,42 @@ func TestReaderLargeEvent(t *testing.T) {
 		t.Fatalf("end: %v partial %v", err, s.Partial())
 	}
 }
+
+// A held-open stream that delivers one small event per Read keeps the
+// Reader's small first buffer; a body with more to give on every Read
+// (a fast stream, a replay) doubles it up to readerReadSize. Every event
+// comes out whole either way.
+func TestReaderBufferSize(t *testing.T) {
+	event := "data: {\"choices\":[{\"delta\":{\"content\":\"" + strings.Repeat("x", 150) + "\"}}]}\n\n"
+	stream := strings.Repeat(event, 2000)
+	cases := []struct {
+		name    string
+		body    io.Reader
+		wantBuf int
+	}{
+		{"slow", &chunkReader{data: []byte(stream), step: len(event)}, readerStartSize},
+		{"fast", strings.NewReader(stream), readerReadSize},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewReader(tc.body, 1<<30)
+			n := 0
+			for {
+				ev, err := s.Next()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if string(ev.Raw) != event {
+					t.Fatalf("event %d: %q", n, ev.Raw)
+				}
+				n++
+			}
+			if n != 2000 || len(s.buf) != tc.wantBuf {
+				t.Fatalf("%d events, buffer %d bytes; want 2000, %d", n, len(s.buf), tc.wantBuf)
+			}
+		})
+	}
+}

@@ -278,10 +278,21 @@ func attempt(g *Gateway, r *http.Request, o *outbound, first time.Duration, t *r
 	p := o.provider
 	started := time.Now()
 	ctx, wd := startWatchdogFirst(r.Context(), first, p.timeout)
-	req, err := http.NewRequestWithContext(ctx, o.method, o.url, bytes.NewReader(o.body))
+	var body io.Reader = bytes.NewReader(o.body)
+	held := len(o.body) > 0 && o.stream
+	if held {
+		body = &sentBody{b: o.body}
+	}
+	req, err := http.NewRequestWithContext(ctx, o.method, o.url, body)
 	if err != nil {
 		wd.stop()
 		return nil, errBuildRequest(p, err)
+	}
+	if held {
+		req.ContentLength = int64(len(o.body))
+		req.GetBody = func() (io.ReadCloser, error) {
+			return &sentBody{b: o.body}, nil
+		}
 	}
 	if p.jsonHeader != nil && o.contentType == "application/json" {
 		req.Header = p.jsonHeader.Clone()
@@ -325,6 +336,34 @@ func attempt(g *Gateway, r *http.Request, o *outbound, first time.Duration, t *r
 	x.data = data
 	return x, nil
 }
+
+// sentBody is a streaming request's outbound body: it lets go of its
+// bytes once the transport read them all, since the transport holds the
+// request until the answer ends, which for a stream can be many minutes
+// (releaseRequestBodies drops the gateway's own references). GetBody
+// makes a fresh one for the transport's own retry of a request that a
+// reused connection lost before it was written. Not a *bytes.Reader, it
+// costs an HTTP/1.1 upstream one more write (the headers are flushed on
+// their own); a request that does not stream keeps bytes.Reader.
+type sentBody struct {
+	b []byte
+}
+
+func (s *sentBody) Read(p []byte) (int, error) {
+	if len(s.b) == 0 {
+		s.b = nil
+		return 0, io.EOF
+	}
+	n := copy(p, s.b)
+	s.b = s.b[n:]
+	if len(s.b) == 0 {
+		s.b = nil
+	}
+	return n, nil
+}
+
+// Close does nothing: the transport may call it from another goroutine.
+func (s *sentBody) Close() error { return nil }
 
 // errBuildRequest is the gateway's own fault (a bad base URL): not
 // retried.

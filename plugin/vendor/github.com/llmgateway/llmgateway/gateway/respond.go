@@ -156,6 +156,24 @@ func (s *streamWriter) write(b []byte) {
 	}
 }
 
+// releaseRequestBodies lets go of the request's bodies once its stream
+// is being relayed: no attempt follows, and the account stage reads only
+// their size (outcome.requestBytes). A stream can stay open for many
+// minutes, and thousands of them each holding their prompt two or three
+// times (as read, as converted, as sent; attempt's sentBody lets go of
+// the copy the transport holds) would cost more than the streams
+// themselves. A tool loop keeps them for its next turn.
+func releaseRequestBodies(c *call, o *outbound) {
+	if c.loop != nil {
+		return
+	}
+	c.req.raw = nil
+	if c.hubConv != nil && c.hubConv.hub != nil {
+		c.hubConv.hub.raw = nil
+	}
+	o.body = nil
+}
+
 // relayEvents relays an upstream event stream in the client's own wire
 // shape, verbatim and event by event (relayEventStream), and, when it does not
 // end cleanly (read error, stall, size cap, no terminator), appends the
@@ -166,6 +184,7 @@ func relayEvents(c *call, x *exchange, o *outbound) *outcome {
 	copyResponseHeaders(c.w.Header(), x.resp.Header)
 	startStream(c, x.resp.StatusCode)
 	out := &outcome{status: x.resp.StatusCode, streamed: true, requestBytes: len(c.req.raw)}
+	releaseRequestBodies(c, o)
 	acct := &relayAccount{strip: o.stripUsage, startModel: o.startModel}
 	res := relayEventStream(c.w, x.body, maxUpstreamResponseBytes, c.format.streamEndMark, c.format.isStreamEnd, nil, acct)
 	out.usage = acct.usage
@@ -194,6 +213,7 @@ func relayTranslated(c *call, x *exchange, o *outbound, st translate.StreamTrans
 	p := o.provider
 	startStream(c, http.StatusOK)
 	out := &outcome{status: http.StatusOK, streamed: true, requestBytes: len(c.req.raw)}
+	releaseRequestBodies(c, o)
 	sw := newStreamWriter(c.w)
 	var ka *keepalive
 	if c.format.keepalive != nil {

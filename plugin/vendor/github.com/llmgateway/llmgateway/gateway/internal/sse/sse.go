@@ -153,9 +153,16 @@ type Reader struct {
 	joined   []byte // the data lines joined, for an event with two
 }
 
-// readerBufSize is the Reader's initial buffer, and how much it asks
-// the body for at a time; an event larger than it grows the buffer.
-const readerBufSize = 32 << 10
+// readerStartSize is the Reader's first buffer. A held-open stream
+// between two events needs no more, and thousands of open streams each
+// keep theirs, so it is small. A Read that fills the buffer's free space
+// (the body had more to give) doubles it, up to readerReadSize, so a fast
+// stream soon reads in large pieces; an event larger than the buffer
+// grows it beyond that.
+const (
+	readerStartSize = 4 << 10
+	readerReadSize  = 32 << 10
+)
 
 // NewReader returns a Reader of r that fails once more than limit bytes
 // were read.
@@ -228,7 +235,7 @@ func (s *Reader) Events() ([]byte, error) {
 		// unfinished event to the front, or growing the buffer when that
 		// event fills most of it.
 		if buf == nil {
-			buf = make([]byte, readerBufSize)
+			buf = make([]byte, readerStartSize)
 		}
 		if start == end {
 			start = 0
@@ -245,6 +252,7 @@ func (s *Reader) Events() ([]byte, error) {
 				buf = grown
 			}
 		}
+		free := len(buf) - end
 		m, err := s.r.Read(buf[end:])
 		if m > 0 {
 			end += m
@@ -252,6 +260,12 @@ func (s *Reader) Events() ([]byte, error) {
 		}
 		if err != nil {
 			s.err = err
+		}
+		if m == free && len(buf) < readerReadSize {
+			grown := make([]byte, 2*len(buf))
+			end = copy(grown, buf[start:end])
+			start = 0
+			buf = grown
 		}
 	}
 }
