@@ -442,8 +442,8 @@ func patchAgentCard(card []byte, mapURL func(string) string) ([]byte, bool) {
 // appendURLPatch appends the patch of a url member holding a string.
 func appendURLPatch(patches []jsonPatch, card []byte, m jsonMember, mapURL func(string) string) []jsonPatch {
 	var s string
-	if json.Unmarshal(card[m.start:m.end], &s) != nil {
-		return patches
+	if card[m.start] != '"' || json.Unmarshal(card[m.start:m.end], &s) != nil {
+		return patches // not a string (null decodes into one too)
 	}
 	value, err := json.Marshal(mapURL(s))
 	if err != nil {
