@@ -17,6 +17,9 @@
 #                   -fuzztime value, e.g. 60s or 100000x
 #   FUZZ_PARALLEL   fuzzing workers per target (default 1)
 #   FUZZ_NICE       niceness of the runs (default 10)
+#   FUZZ_MINIMIZE_TIME  time spent minimizing each new interesting input
+#                   (-fuzzminimizetime; default 2s: go's 60s, with one
+#                   worker, would stop the fuzzing for that long)
 #   FUZZ_MATCH      only targets whose name matches this regexp
 #   FUZZ_PKG_MATCH  only packages whose import path matches this regexp
 #   FUZZ_LOG_DIR    where each run's output is kept (default: a temp dir)
@@ -35,6 +38,7 @@ else
 fi
 FUZZ_PARALLEL="${FUZZ_PARALLEL:-1}"
 FUZZ_NICE="${FUZZ_NICE:-10}"
+FUZZ_MINIMIZE_TIME="${FUZZ_MINIMIZE_TIME:-2s}"
 FUZZ_MATCH="${FUZZ_MATCH:-.}"
 FUZZ_PKG_MATCH="${FUZZ_PKG_MATCH:-.}"
 LOG_DIR="${FUZZ_LOG_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/llmgw-fuzz.XXXXXX")}"
@@ -90,7 +94,7 @@ for t in "${targets[@]}"; do
 	touch "$log.start"
 	status=PASS
 	if ! nice -n "$FUZZ_NICE" "$GO" test -run "^${name}\$" -fuzz "^${name}\$" -fuzztime "$FUZZTIME" \
-		-parallel "$FUZZ_PARALLEL" -timeout 0 "$pkg" >"$log" 2>&1; then
+		-fuzzminimizetime "$FUZZ_MINIMIZE_TIME" -parallel "$FUZZ_PARALLEL" -timeout 0 "$pkg" >"$log" 2>&1; then
 		status=FAIL
 		failed=$((failed + 1))
 	fi
