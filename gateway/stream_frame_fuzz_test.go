@@ -54,7 +54,7 @@ func FuzzStreamFraming(f *testing.F) {
 		out := ft.framePayloads(nil, payloads)
 		out = ft.streamError(out, e)
 		out = append(out, ft.streamEnd...)
-		if limit := 256 + 6*len(message) + 32*len(payloads) + 2*len(data) + len(ft.streamEnd); len(out) > limit {
+		if limit := 256 + 6*len(message) + (32+len(name))*len(payloads) + 2*len(data) + len(ft.streamEnd); len(out) > limit {
 			t.Fatalf("%s wrote %d bytes for %d of input", ft.name, len(out), len(data)+len(message))
 		}
 		// JSON carries the message with each invalid UTF-8 byte replaced.
