@@ -51,21 +51,19 @@ func writeOllamaError(w http.ResponseWriter, e *apiError) {
 
 // readOllamaRequest reads an Ollama request body: the model, "stream"
 // (true unless the body says false), and options.num_predict as the
-// output cap (for the reservation).
+// output cap (for the reservation). Keys are matched exactly, as the
+// translators read them (a struct decode would also take "Stream").
 func readOllamaRequest(body []byte) (*jsonRequest, *apiError) {
 	req, e := parseJSONRequest(body)
 	if e != nil {
 		return nil, e
 	}
-	var o struct {
-		Stream  *bool `json:"stream"`
-		Options struct {
-			NumPredict json.RawMessage `json:"num_predict"`
-		} `json:"options"`
-	}
-	_ = json.Unmarshal(body, &o)
-	req.stream = o.Stream == nil || *o.Stream
-	req.maxOutputTokens = parseTokenCap(o.Options.NumPredict)
+	var top map[string]json.RawMessage
+	_ = json.Unmarshal(body, &top)
+	req.stream = string(top["stream"]) != "false"
+	var options map[string]json.RawMessage
+	_ = json.Unmarshal(top["options"], &options)
+	req.maxOutputTokens = parseTokenCap(options["num_predict"])
 	return req, nil
 }
 

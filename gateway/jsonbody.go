@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strconv"
 	"strings"
 
@@ -42,17 +43,32 @@ type jsonRequest struct {
 	hasMaxCompletionTokens bool
 	// maxOutputTokens is the client's output-token cap
 	// (max_completion_tokens, else max_tokens); 0 when it set none.
+	// maxTokens is max_tokens' own cap (the Anthropic shape has no
+	// other).
 	maxOutputTokens int64
+	maxTokens       int64
 }
 
-// parseTokenCap reads a token-count value: a positive JSON integer, or 0
-// for anything else (null, a string, a fraction, a negative number).
+// parseTokenCap reads a token-count value: a positive JSON integer —
+// also one written with a fraction or an exponent (1e3, 2.0e2), as the
+// translators read it — or 0 for anything else (null, a string, a
+// fraction, a negative number, more than 1e15).
 func parseTokenCap(value []byte) int64 {
 	n, err := strconv.ParseInt(string(value), 10, 64)
-	if err != nil || n < 0 {
+	if err == nil {
+		if n < 0 {
+			return 0
+		}
+		return n
+	}
+	if len(value) == 0 || value[0] < '0' || value[0] > '9' {
 		return 0
 	}
-	return n
+	f, err := strconv.ParseFloat(string(value), 64)
+	if err != nil || f > 1e15 || f != math.Trunc(f) {
+		return 0
+	}
+	return int64(f)
 }
 
 // parseJSONRequest reads a JSON request body: the clean case — one
@@ -102,8 +118,9 @@ func parseJSONRequest(body []byte) (*jsonRequest, *apiError) {
 	}
 	if v, ok := top["max_tokens"]; ok {
 		req.hasMaxTokens = true
+		req.maxTokens = parseTokenCap(v)
 		if req.maxOutputTokens == 0 {
-			req.maxOutputTokens = parseTokenCap(v)
+			req.maxOutputTokens = req.maxTokens
 		}
 	}
 	return req, nil
@@ -144,6 +161,7 @@ func parseJSONRequestExact(body []byte) (*jsonRequest, *apiError) {
 		return nil, apierr.BadRequest("invalid_json", "request body must be a JSON object")
 	}
 	req := &jsonRequest{raw: body, modelStart: -1, maxTokensKeyStart: -1, streamOptionsStart: -1}
+	var completionCap int64
 	i = skipSpace(body, i+1)
 	for i < len(body) && body[i] != '}' {
 		keyEnd := endOfString(body, i)
@@ -163,18 +181,13 @@ func parseJSONRequestExact(body []byte) (*jsonRequest, *apiError) {
 			req.streamOptionsStart = valueStart
 			req.streamOptionsEnd = valueEnd
 		case "max_tokens":
+			// The last of duplicate keys counts, as in a map decode.
 			req.hasMaxTokens = true
 			req.maxTokensKeyStart, req.maxTokensKeyEnd = i, keyEnd+1
-			if req.maxOutputTokens == 0 {
-				req.maxOutputTokens = parseTokenCap(body[valueStart:valueEnd])
-			}
+			req.maxTokens = parseTokenCap(body[valueStart:valueEnd])
 		case "max_completion_tokens":
 			req.hasMaxCompletionTokens = true
-			// The newer field wins over max_tokens (forOpenAI drops the
-			// legacy one when both are present).
-			if v := parseTokenCap(body[valueStart:valueEnd]); v > 0 {
-				req.maxOutputTokens = v
-			}
+			completionCap = parseTokenCap(body[valueStart:valueEnd])
 		default:
 			if strings.EqualFold(key, "model") {
 				if e := req.setModel(key, valueStart, valueEnd); e != nil {
@@ -189,6 +202,12 @@ func parseJSONRequestExact(body []byte) (*jsonRequest, *apiError) {
 	}
 	if req.modelStart < 0 || req.model == "" {
 		return nil, apierr.BadRequest("missing_model", `request body needs a non-empty "model" field`)
+	}
+	// The newer field wins over max_tokens (forOpenAI drops the legacy
+	// one when both are present).
+	req.maxOutputTokens = completionCap
+	if req.maxOutputTokens == 0 {
+		req.maxOutputTokens = req.maxTokens
 	}
 	return req, nil
 }

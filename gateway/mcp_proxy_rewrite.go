@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/sse"
 )
 
 // The per-target proxy's rewrites of what a target answers (everything
@@ -169,16 +171,13 @@ func (e *endpointRewriter) scan() {
 }
 
 // sseBlockEnd is the end of the first complete SSE block in data (after
-// its blank line), -1 when none is complete yet.
+// its blank line, as the SSE reader ends events: "\n\r\n" too), -1 when
+// none is complete yet.
 func sseBlockEnd(data []byte) int {
-	end := -1
-	if i := bytes.Index(data, []byte("\n\n")); i >= 0 {
-		end = i + 2
+	if n := sse.EventLen(data); n > 0 {
+		return n
 	}
-	if i := bytes.Index(data, []byte("\r\n\r\n")); i >= 0 && (end < 0 || i+4 < end) {
-		end = i + 4
-	}
-	return end
+	return -1
 }
 
 // sseHasField reports whether a block holds a field line (not only
@@ -446,8 +445,8 @@ func patchAgentCard(card []byte, mapURL func(string) string) ([]byte, bool) {
 // appendURLPatch appends the patch of a url member holding a string.
 func appendURLPatch(patches []jsonPatch, card []byte, m jsonMember, mapURL func(string) string) []jsonPatch {
 	var s string
-	if json.Unmarshal(card[m.start:m.end], &s) != nil {
-		return patches
+	if card[m.start] != '"' || json.Unmarshal(card[m.start:m.end], &s) != nil {
+		return patches // not a string (null decodes into one too)
 	}
 	value, err := json.Marshal(mapURL(s))
 	if err != nil {

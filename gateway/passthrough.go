@@ -674,8 +674,11 @@ func isBinaryContentType(contentType string) bool {
 		mediaType == "application/octet-stream"
 }
 
+// hasDotSegment reports whether the decoded path rest holds a "." or
+// ".." segment, also one split off by "\" (a separator some servers
+// honour).
 func hasDotSegment(rest string) bool {
-	segments := strings.Split(rest, "/")
+	segments := strings.Split(strings.Replace(rest, "\\", "/", -1), "/")
 	for i := 0; i < len(segments); i++ {
 		if segments[i] == "." || segments[i] == ".." {
 			return true

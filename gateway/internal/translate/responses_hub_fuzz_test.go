@@ -175,6 +175,10 @@ func FuzzResponsesOutStream(f *testing.F) {
 		reader := sse.NewReader(bytes.NewReader(input), 64<<10)
 		var out []byte
 		var failed *apierr.Error
+		// late: the read failed after the translator had ended the
+		// stream (a usage chunk after the finish closes it); the client
+		// has its terminal event already and gets nothing more.
+		late := false
 		for failed == nil {
 			ev, err := reader.Next()
 			if err == io.EOF && !reader.Partial() {
@@ -184,7 +188,9 @@ func FuzzResponsesOutStream(f *testing.F) {
 			}
 			if err != nil {
 				failed = apierr.New(502, "server_error", "upstream_stream_interrupted", "read failed")
-				out = responsesFrame(out, ResponsesStreamFailed(tr, failed, nil))
+				more := ResponsesStreamFailed(tr, failed, nil)
+				late = len(more) == 0
+				out = responsesFrame(out, more)
 				break
 			}
 			payloads, e := tr.Event(ev, nil)
@@ -195,7 +201,9 @@ func FuzzResponsesOutStream(f *testing.F) {
 		}
 		acc := accumulateResponses(t, out)
 		switch {
-		case failed != nil && acc.terminal != "response.failed":
+		case late && acc.terminal != "response.completed" && acc.terminal != "response.incomplete":
+			t.Fatalf("error %v after the end, which was %q: %q", failed, acc.terminal, out)
+		case failed != nil && !late && acc.terminal != "response.failed":
 			t.Fatalf("error %v ended with %q: %q", failed, acc.terminal, out)
 		case failed == nil && acc.terminal != "response.completed" && acc.terminal != "response.incomplete":
 			t.Fatalf("clean end with %q: %q", acc.terminal, out)

@@ -37,8 +37,20 @@ var anthropicFormat = &wireFormat{
 	},
 	streamEndMark: []byte("message_stop"),
 	idPrefix:      "msg_",
-	readRequest:   parseJSONRequest,
+	readRequest:   readAnthropicRequest,
 	keepalive:     appendNamedEvent(nil, "ping", []byte(`{"type":"ping"}`)),
+}
+
+// readAnthropicRequest reads a Messages request body: its output cap is
+// max_tokens alone (the shape has no max_completion_tokens; a backend
+// never reads one).
+func readAnthropicRequest(body []byte) (*jsonRequest, *apiError) {
+	req, e := parseJSONRequest(body)
+	if e != nil {
+		return nil, e
+	}
+	req.maxOutputTokens = req.maxTokens
+	return req, nil
 }
 
 // appendNamedEvent frames one event: "event: <name>\ndata: <data>\n\n"

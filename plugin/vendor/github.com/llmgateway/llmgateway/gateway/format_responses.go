@@ -54,11 +54,10 @@ func readResponsesRequest(body []byte) (*jsonRequest, *apiError) {
 	if e != nil {
 		return nil, e
 	}
-	var o struct {
-		MaxOutputTokens json.RawMessage `json:"max_output_tokens"`
-	}
-	_ = json.Unmarshal(body, &o)
-	req.maxOutputTokens = parseTokenCap(o.MaxOutputTokens)
+	// The key is matched exactly, as the translator reads it.
+	var top map[string]json.RawMessage
+	_ = json.Unmarshal(body, &top)
+	req.maxOutputTokens = parseTokenCap(top["max_output_tokens"])
 	return req, nil
 }
 
