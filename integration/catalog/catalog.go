@@ -392,7 +392,8 @@ func Analyze(gopath string, m *plugins.Manifest) (http.Handler, Analysis, error)
 	done := make(chan result, 1)
 	start = time.Now()
 	go func() {
-		h, err := build(ctx, fnCreate, fnNew, m.TestData)
+		next := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) })
+		h, err := Build(ctx, fnCreate, fnNew, m.TestData, next, "catalog-analysis")
 		done <- result{h, err}
 	}()
 	select {
@@ -407,26 +408,30 @@ func Analyze(gopath string, m *plugins.Manifest) (http.Handler, Analysis, error)
 	}
 }
 
-// build is CreateConfig, the decoding of config and New.
-func build(ctx context.Context, fnCreate, fnNew reflect.Value, config map[string]interface{}) (http.Handler, error) {
+// Build is what Traefik's Yaegi middleware builder does with a plugin's
+// interpreted CreateConfig and New: CreateConfig, config decoded into its
+// result (mapstructure, weakly typed input, the comma-splitting hook;
+// an empty config decodes nothing), then New with next and name.
+func Build(ctx context.Context, fnCreate, fnNew reflect.Value, config map[string]interface{}, next http.Handler, name string) (http.Handler, error) {
 	results := fnCreate.Call(nil)
 	if len(results) != 1 {
 		return nil, fmt.Errorf("CreateConfig returned %d values", len(results))
 	}
 	vConfig := results[0]
-	dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
-		DecodeHook:       mapstructure.StringToSliceHookFunc(","),
-		WeaklyTypedInput: true,
-		Result:           vConfig.Interface(),
-	})
-	if err != nil {
-		return nil, err
+	if len(config) > 0 {
+		dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
+			DecodeHook:       mapstructure.StringToSliceHookFunc(","),
+			WeaklyTypedInput: true,
+			Result:           vConfig.Interface(),
+		})
+		if err != nil {
+			return nil, err
+		}
+		if err := dec.Decode(config); err != nil {
+			return nil, fmt.Errorf("failed to decode configuration: %w", err)
+		}
 	}
-	if err := dec.Decode(config); err != nil {
-		return nil, fmt.Errorf("decoding testData: %w", err)
-	}
-	next := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) })
-	out := fnNew.Call([]reflect.Value{reflect.ValueOf(ctx), reflect.ValueOf(next), vConfig, reflect.ValueOf("catalog-analysis")})
+	out := fnNew.Call([]reflect.Value{reflect.ValueOf(ctx), reflect.ValueOf(next), vConfig, reflect.ValueOf(name)})
 	if len(out) != 2 {
 		return nil, fmt.Errorf("New returned %d values", len(out))
 	}

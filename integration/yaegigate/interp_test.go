@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mitchellh/mapstructure"
+	"github.com/llmgateway/llmgateway/integration/catalog"
 	"github.com/stretchr/testify/require"
 	"github.com/traefik/yaegi/interp"
 	"github.com/traefik/yaegi/stdlib"
@@ -82,40 +82,7 @@ func loadInterpreted(t *testing.T) *interpretedPlugin {
 // exactly as Traefik's Yaegi middleware builder does (mapstructure with
 // weakly typed input and the comma-splitting hook), then calls New.
 func (p *interpretedPlugin) build(ctx context.Context, next http.Handler, config map[string]interface{}, name string) (http.Handler, error) {
-	results := p.fnCreateConfig.Call(nil)
-	if len(results) != 1 {
-		return nil, fmt.Errorf("CreateConfig returned %d values", len(results))
-	}
-	vConfig := results[0]
-	if len(config) > 0 {
-		dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
-			DecodeHook:       mapstructure.StringToSliceHookFunc(","),
-			WeaklyTypedInput: true,
-			Result:           vConfig.Interface(),
-		})
-		if err != nil {
-			return nil, err
-		}
-		if err := dec.Decode(config); err != nil {
-			return nil, fmt.Errorf("failed to decode configuration: %w", err)
-		}
-	}
-	out := p.fnNew.Call([]reflect.Value{reflect.ValueOf(ctx), reflect.ValueOf(next), vConfig, reflect.ValueOf(name)})
-	if len(out) != 2 {
-		return nil, fmt.Errorf("New returned %d values", len(out))
-	}
-	if e := out[1].Interface(); e != nil {
-		err, ok := e.(error)
-		if !ok {
-			return nil, fmt.Errorf("New returned a non-error %T", e)
-		}
-		return nil, err
-	}
-	h, ok := out[0].Interface().(http.Handler)
-	if !ok {
-		return nil, fmt.Errorf("New returned %T, not an http.Handler", out[0].Interface())
-	}
-	return h, nil
+	return catalog.Build(ctx, p.fnCreateConfig, p.fnNew, config, next, name)
 }
 
 // traefikConfig turns a JSON-like config into Traefik's delivered shape.
