@@ -1,7 +1,6 @@
 package integration_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"flag"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/llmgateway/llmgateway/gateway"
+	"github.com/llmgateway/llmgateway/integration/logbuf"
 )
 
 // exampleGateway is a gateway configuration taken from an example, with
@@ -54,25 +53,6 @@ func secretRefs(v interface{}, prefix string) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// syncBuffer collects the gateway's log lines (written from several
-// goroutines).
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // buildExampleGateway builds the example's gateway with gateway.New the
@@ -113,7 +93,7 @@ func buildExampleGateway(t *testing.T, ex exampleGateway) *gateway.Gateway {
 		t.Cleanup(stub.Close)
 		p.BaseURL = stub.URL
 	}
-	logs := &syncBuffer{}
+	logs := &logbuf.Buffer{}
 	gw, err := gateway.New(nil, ex.cfg, gateway.Options{Name: "example", LogOutput: logs})
 	require.NoError(t, err, "gateway.New; log:\n%s", logs.String())
 	t.Cleanup(func() {

@@ -16,7 +16,7 @@ import (
 	"github.com/llmgateway/llmgateway/integration/gwproc"
 	"github.com/llmgateway/llmgateway/integration/mockupstream"
 	"github.com/llmgateway/llmgateway/integration/redisproc"
-	"github.com/llmgateway/llmgateway/integration/slowproxy"
+	"github.com/llmgateway/llmgateway/integration/tcpproxy"
 )
 
 // Fault matrix, the store: Redis killed (SIGKILL) under load, and Redis
@@ -280,7 +280,7 @@ func TestRedisKilledFailClosed(t *testing.T) {
 type slowEnv struct {
 	t      *testing.T
 	rs     *redisproc.Server
-	proxy  *slowproxy.Proxy
+	proxy  *tcpproxy.Proxy
 	gw     *gwproc.Process
 	rd     *rlRedis // straight to Redis, past the proxy
 	client *http.Client
@@ -296,7 +296,7 @@ const (
 func startSlowEnv(t *testing.T, failOpen bool) *slowEnv {
 	t.Helper()
 	rs := redisproc.Start(t)
-	proxy, err := slowproxy.Start(rs.Addr)
+	proxy, err := tcpproxy.Start(rs.Addr, nil)
 	require.NoError(t, err)
 	t.Cleanup(proxy.Close)
 	bin := buildGatewayBinary(t)

@@ -16,9 +16,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"github.com/llmgateway/llmgateway/integration/logbuf"
 )
 
 // BinaryPackage is the import path of the gateway binary's main package.
@@ -61,7 +62,7 @@ type Process struct {
 	cmd  *exec.Cmd
 	done chan struct{}
 	err  error
-	logs *syncBuffer
+	logs *logbuf.Buffer
 }
 
 // Config describes how to start a process.
@@ -136,7 +137,7 @@ func startOnce(c Config) (*Process, error) {
 	for i, a := range c.Args {
 		args[i] = strings.ReplaceAll(a, "{addr}", addr)
 	}
-	p := &Process{Addr: addr, URL: "http://" + addr, done: make(chan struct{}), logs: &syncBuffer{}}
+	p := &Process{Addr: addr, URL: "http://" + addr, done: make(chan struct{}), logs: &logbuf.Buffer{Max: 1 << 20}}
 	p.cmd = exec.Command(c.Binary, args...)
 	p.cmd.Env = append(os.Environ(), c.Env...)
 	p.cmd.Dir = c.Dir
@@ -278,27 +279,4 @@ func procStatusKB(pid int, key string) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("%s not found in /proc/%d/status", key, pid)
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	// Keep the last ~1 MiB of output only.
-	if b.buf.Len() > 1<<20 {
-		rest := append([]byte(nil), b.buf.Bytes()[b.buf.Len()-(512<<10):]...)
-		b.buf.Reset()
-		b.buf.Write(rest)
-	}
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/llmgateway/llmgateway/integration/logbuf"
 )
 
 func TestPeakRSSOfSelf(t *testing.T) {
@@ -49,7 +51,7 @@ func TestKillEndsAProcessThatIgnoresSIGTERM(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &Process{cmd: cmd, done: make(chan struct{}), logs: &syncBuffer{}}
+	p := &Process{cmd: cmd, done: make(chan struct{}), logs: &logbuf.Buffer{Max: 1 << 20}}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)

@@ -1,8 +1,9 @@
 package redisproc
 
 import (
-	"net"
 	"sync"
+
+	"github.com/llmgateway/llmgateway/integration/tcpproxy"
 )
 
 // Proxy is a TCP proxy in front of a Redis server that records, per client
@@ -22,15 +23,11 @@ type Proxy struct {
 	// Addr is the proxy's listen address (point the client here).
 	Addr string
 
-	target string
-	ln     net.Listener
-	wg     sync.WaitGroup
+	tcp *tcpproxy.Proxy
 
-	mu     sync.Mutex
-	turns  []*Turn
-	conns  []net.Conn
-	nconn  int
-	closed bool
+	mu    sync.Mutex
+	turns []*Turn
+	conns map[int]*connState
 }
 
 // Turn is one request/response exchange on one client connection.
@@ -49,15 +46,14 @@ type Turn struct {
 }
 
 // StartProxy listens on a free loopback port and forwards every
-// connection to target.
+// connection to target (through integration/tcpproxy, observing).
 func StartProxy(target string) (*Proxy, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p := &Proxy{conns: map[int]*connState{}}
+	tcp, err := tcpproxy.Start(target, p.observe)
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{Addr: ln.Addr().String(), target: target, ln: ln}
-	p.wg.Add(1)
-	go p.acceptLoop()
+	p.tcp, p.Addr = tcp, tcp.Addr
 	return p, nil
 }
 
@@ -82,47 +78,7 @@ func (p *Proxy) Reset() {
 
 // Close stops accepting, closes every proxied connection and waits for
 // the forwarding goroutines.
-func (p *Proxy) Close() {
-	p.mu.Lock()
-	p.closed = true
-	conns := append([]net.Conn(nil), p.conns...)
-	p.mu.Unlock()
-	_ = p.ln.Close()
-	for _, c := range conns {
-		_ = c.Close()
-	}
-	p.wg.Wait()
-}
-
-func (p *Proxy) acceptLoop() {
-	defer p.wg.Done()
-	for {
-		client, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		server, err := net.Dial("tcp", p.target)
-		if err != nil {
-			_ = client.Close()
-			continue
-		}
-		p.mu.Lock()
-		if p.closed {
-			p.mu.Unlock()
-			_ = client.Close()
-			_ = server.Close()
-			return
-		}
-		id := p.nconn
-		p.nconn++
-		p.conns = append(p.conns, client, server)
-		p.mu.Unlock()
-		st := &connState{p: p, id: id, serverSpoke: true}
-		p.wg.Add(2)
-		go st.pump(client, server, true)
-		go st.pump(server, client, false)
-	}
-}
+func (p *Proxy) Close() { p.tcp.Close() }
 
 // connState tracks one proxied connection; guarded by Proxy.mu.
 type connState struct {
@@ -137,32 +93,21 @@ type connState struct {
 	waiting     []*Turn // one entry per unanswered command, in order
 }
 
-// pump copies src to dst, recording what passes.
-func (st *connState) pump(src, dst net.Conn, fromClient bool) {
-	defer st.p.wg.Done()
-	defer func() {
-		_ = src.Close()
-		_ = dst.Close()
-	}()
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			st.observe(buf[:n], fromClient)
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return // EOF or a closed connection: tear down both sides
-		}
-	}
-}
-
-func (st *connState) observe(b []byte, fromClient bool) {
-	p := st.p
+// observe records a chunk of connection id's traffic.
+func (p *Proxy) observe(id int, fromClient bool, b []byte) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	st := p.conns[id]
+	if st == nil {
+		st = &connState{p: p, id: id, serverSpoke: true}
+		p.conns[id] = st
+	}
+	st.observe(b, fromClient)
+}
+
+// observe parses b; the caller holds Proxy.mu.
+func (st *connState) observe(b []byte, fromClient bool) {
+	p := st.p
 	if !fromClient {
 		st.serverSpoke = true
 		st.fromServer = append(st.fromServer, b...)

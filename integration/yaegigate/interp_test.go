@@ -9,11 +9,11 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/llmgateway/llmgateway/integration/catalog"
+	"github.com/llmgateway/llmgateway/integration/logbuf"
 	"github.com/stretchr/testify/require"
 	"github.com/traefik/yaegi/interp"
 	"github.com/traefik/yaegi/stdlib"
@@ -23,29 +23,11 @@ import (
 // plugin catalog's analyzer does.
 const importTimeout = 10 * time.Second
 
-// syncBuffer collects the interpreter's output for failure messages.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // interpretedPlugin is the plugin loaded by Yaegi the way Traefik loads it.
 type interpretedPlugin struct {
 	fnNew          reflect.Value
 	fnCreateConfig reflect.Value
-	output         *syncBuffer
+	output         *logbuf.Buffer
 }
 
 // loadInterpreted imports the plugin from source in a temp GOPATH with
@@ -56,7 +38,7 @@ func loadInterpreted(t *testing.T) *interpretedPlugin {
 	gopath := t.TempDir()
 	installPlugin(t, gopath)
 
-	out := &syncBuffer{}
+	out := &logbuf.Buffer{}
 	i := interp.New(interp.Options{GoPath: gopath, Stdout: out, Stderr: out})
 	require.NoError(t, i.Use(stdlib.Symbols))
 

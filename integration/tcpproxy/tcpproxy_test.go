@@ -1,4 +1,4 @@
-package slowproxy
+package tcpproxy
 
 import (
 	"bufio"
@@ -42,7 +42,7 @@ func echoServer(t *testing.T) string {
 // The server's replies come back in order, each at least the delay after
 // it was sent; with the delay back at zero the connection keeps working.
 func TestDelayedRepliesInOrder(t *testing.T) {
-	p, err := Start(echoServer(t))
+	p, err := Start(echoServer(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestDelayedRepliesInOrder(t *testing.T) {
 
 // Close drops what is still held back and ends the client's connection.
 func TestCloseDropsHeldReplies(t *testing.T) {
-	p, err := Start(echoServer(t))
+	p, err := Start(echoServer(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,15 @@
-// Package slowproxy is a TCP proxy that delays what the server sends, for
-// tests that need a server answering slowly (a Redis on an overloaded
-// host or a congested link). The client's bytes are forwarded at once;
-// every chunk the server sends reaches the client Delay after the proxy
-// read it, in order, so a reply queues behind the slow ones before it
-// the way it would on a slow connection. The delay can change while
-// connections are open: it applies to the chunks read after the change.
-package slowproxy
+// Package tcpproxy is the one loopback TCP proxy of the integration
+// tests. It forwards every connection it accepts to a target and can
+// do two things on the way: show every chunk that passes to an observer
+// (redisproc counts Redis round trips with it), and hold back what the
+// server sends (a Redis on an overloaded host or a congested link).
+//
+// The client's bytes are forwarded at once; every chunk the server sends
+// reaches the client Delay after the proxy read it, in order, so a reply
+// queues behind the slow ones before it the way it would on a slow
+// connection. The delay can change while connections are open: it applies
+// to the chunks read after the change.
+package tcpproxy
 
 import (
 	"io"
@@ -15,29 +19,40 @@ import (
 	"time"
 )
 
+// Observer sees every chunk read from a connection, before it is
+// forwarded: conn numbers the client connections in accept order (0, 1,
+// ...), fromClient tells the direction. Chunks of one direction arrive in
+// order, from one goroutine; the two directions of a connection arrive
+// from two goroutines.
+type Observer func(conn int, fromClient bool, b []byte)
+
 // Proxy forwards every connection it accepts on Addr to its target.
 type Proxy struct {
 	// Addr is the loopback address to point the client at.
 	Addr string
 
-	target string
-	ln     net.Listener
-	delay  atomic.Int64 // nanoseconds
-	done   chan struct{}
-	wg     sync.WaitGroup
+	target  string
+	observe Observer
+	ln      net.Listener
+	delay   atomic.Int64 // nanoseconds
+	done    chan struct{}
+	wg      sync.WaitGroup
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
+	nconn  int
 	closed bool
 }
 
-// Start listens on a free loopback port and forwards to target.
-func Start(target string) (*Proxy, error) {
+// Start listens on a free loopback port and forwards to target; observe
+// may be nil.
+func Start(target string, observe Observer) (*Proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{Addr: ln.Addr().String(), target: target, ln: ln, done: make(chan struct{}), conns: map[net.Conn]struct{}{}}
+	p := &Proxy{Addr: ln.Addr().String(), target: target, observe: observe, ln: ln,
+		done: make(chan struct{}), conns: map[net.Conn]struct{}{}}
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
@@ -67,15 +82,19 @@ func (p *Proxy) Close() {
 	p.wg.Wait()
 }
 
-// track registers c for Close; false when the proxy is closing.
-func (p *Proxy) track(c net.Conn) bool {
+// track registers a connection pair for Close and numbers it; false when
+// the proxy is closing.
+func (p *Proxy) track(client, server net.Conn) (int, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return false
+		return 0, false
 	}
-	p.conns[c] = struct{}{}
-	return true
+	p.conns[client] = struct{}{}
+	p.conns[server] = struct{}{}
+	id := p.nconn
+	p.nconn++
+	return id, true
 }
 
 func (p *Proxy) untrack(c net.Conn) {
@@ -97,23 +116,42 @@ func (p *Proxy) accept() {
 			_ = client.Close()
 			continue
 		}
-		if !p.track(client) || !p.track(server) {
+		id, ok := p.track(client, server)
+		if !ok {
 			_ = client.Close()
 			_ = server.Close()
 			return
 		}
 		p.wg.Add(2)
-		go p.forward(client, server)
-		go p.delayed(server, client)
+		go p.forward(id, client, server)
+		go p.delayed(id, server, client)
+	}
+}
+
+func (p *Proxy) seen(id int, fromClient bool, b []byte) {
+	if p.observe != nil {
+		p.observe(id, fromClient, b)
 	}
 }
 
 // forward copies the client's bytes to the server as they come; when the
 // client is done, both connections close (the server's replies still
 // held back are dropped, as a closed socket would drop them).
-func (p *Proxy) forward(client, server net.Conn) {
+func (p *Proxy) forward(id int, client, server net.Conn) {
 	defer p.wg.Done()
-	_, _ = io.Copy(server, client)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := client.Read(buf)
+		if n > 0 {
+			p.seen(id, true, buf[:n])
+			if _, werr := server.Write(buf[:n]); werr != nil {
+				break
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
 	p.untrack(client)
 	p.untrack(server)
 }
@@ -126,7 +164,7 @@ type chunk struct {
 
 // delayed reads the server's bytes, stamps each chunk with its due time
 // and hands it to a writer that waits for it.
-func (p *Proxy) delayed(server, client net.Conn) {
+func (p *Proxy) delayed(id int, server, client net.Conn) {
 	defer p.wg.Done()
 	queue := make(chan chunk, 4096)
 	writerDone := make(chan struct{})
@@ -151,6 +189,7 @@ func (p *Proxy) delayed(server, client net.Conn) {
 	for {
 		n, err := server.Read(buf)
 		if n > 0 {
+			p.seen(id, false, buf[:n])
 			c := chunk{data: append([]byte(nil), buf[:n]...), due: time.Now().Add(p.Delay())}
 			select {
 			case queue <- c:
