@@ -27,18 +27,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"sort"
 	"strconv"
@@ -47,6 +42,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/llmgateway/llmgateway/integration/benchkit"
 	"github.com/llmgateway/llmgateway/integration/gwproc"
 	"github.com/llmgateway/llmgateway/integration/mockupstream"
 )
@@ -129,13 +125,9 @@ func main() {
 	}
 	fmt.Print(report)
 	if *out != "" {
-		if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
+		if err := benchkit.WriteReport("loadbench", *out, report); err != nil {
 			log.Fatalf("loadbench: %v", err)
 		}
-		if err := os.WriteFile(*out, []byte(report), 0o644); err != nil {
-			log.Fatalf("loadbench: %v", err)
-		}
-		fmt.Fprintf(os.Stderr, "loadbench: wrote %s\n", *out)
 	}
 	if failed > 0 {
 		fmt.Fprintf(os.Stderr, "loadbench: FAILED: %d requests failed (see the errors column)\n", failed)
@@ -146,51 +138,22 @@ func main() {
 // serveMock runs the mock upstream as a child process, without recording.
 func serveMock(addr string, chunks int, delay time.Duration) {
 	h := mockupstream.New(mockupstream.Options{Models: []string{benchModel}, Chunks: chunks, ChunkDelay: delay, RecordLimit: -1})
-	serve(addr, h)
+	benchkit.Serve(addr, h)
 }
 
-// serveProxy runs the baseline: a bare httputil.ReverseProxy with a sized
-// idle pool that sets the upstream credential, as go-proxy-notes.md
-// recommends (full duplex so the request body is not closed under it).
+// serveProxy runs the baseline: benchkit's bare httputil.ReverseProxy
+// with a sized idle pool.
 func serveProxy(addr, upstream string) {
-	target, err := url.Parse(upstream)
-	if err != nil || upstream == "" {
-		log.Fatalf("loadbench proxy: bad -upstream %q", upstream)
-	}
-	transport := &http.Transport{
+	h, err := benchkit.BareProxy(upstream, upstreamKey, &http.Transport{
 		Proxy:               nil,
 		MaxIdleConns:        512,
 		MaxIdleConnsPerHost: 256,
 		IdleConnTimeout:     90 * time.Second,
-	}
-	rp := &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(target)
-			pr.Out.Header.Set("Authorization", "Bearer "+upstreamKey)
-		},
-		Transport: transport,
-	}
-	serve(addr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_ = http.NewResponseController(w).EnableFullDuplex()
-		rp.ServeHTTP(w, r)
-	}))
-}
-
-func serve(addr string, h http.Handler) {
-	ln, err := net.Listen("tcp", addr)
+	})
 	if err != nil {
-		log.Fatal(err)
+		log.Fatalf("loadbench proxy: %v", err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	go func() {
-		<-ctx.Done()
-		srv.Close()
-	}()
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		log.Fatal(err)
-	}
+	benchkit.Serve(addr, h)
 }
 
 type benchConfig struct {

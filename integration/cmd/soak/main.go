@@ -40,6 +40,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/llmgateway/llmgateway/integration/benchkit"
 	"github.com/llmgateway/llmgateway/integration/gwproc"
 	"github.com/llmgateway/llmgateway/integration/mockupstream"
 	"github.com/llmgateway/llmgateway/integration/redisproc"
@@ -287,7 +288,7 @@ func (e *env) faults(ctx context.Context, cfg soakConfig, rec *recorder) error {
 		if nextUsers < wait {
 			wait = nextUsers
 		}
-		if err := sleepCtx(ctx, time.Until(start.Add(wait))); err != nil {
+		if err := benchkit.Sleep(ctx, time.Until(start.Add(wait))); err != nil {
 			return err
 		}
 		if nextRedis == wait {
@@ -295,7 +296,7 @@ func (e *env) faults(ctx context.Context, cfg soakConfig, rec *recorder) error {
 				return fmt.Errorf("stopping Redis: %v", err)
 			}
 			// Down for a moment, as a real restart is.
-			_ = sleepCtx(ctx, 2*time.Second)
+			_ = benchkit.Sleep(ctx, 2*time.Second)
 			if err := e.redis.Restart(); err != nil {
 				return fmt.Errorf("restarting Redis: %v", err)
 			}
@@ -319,20 +320,6 @@ func forever(d time.Duration) time.Duration {
 		return 1 << 62
 	}
 	return d
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // sample reads the gateway's resources and the traffic's counts.

@@ -32,19 +32,16 @@ import (
 	"flag"
 	"fmt"
 	"log"
-	"net"
 	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/llmgateway/llmgateway/integration/benchkit"
 	"github.com/llmgateway/llmgateway/integration/gwproc"
 )
 
@@ -121,13 +118,9 @@ func main() {
 	report := render(cfg, results)
 	fmt.Print(report)
 	if *out != "" {
-		if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
+		if err := benchkit.WriteReport("streambench", *out, report); err != nil {
 			log.Fatalf("streambench: %v", err)
 		}
-		if err := os.WriteFile(*out, []byte(report), 0o644); err != nil {
-			log.Fatalf("streambench: %v", err)
-		}
-		fmt.Fprintf(os.Stderr, "streambench: wrote %s\n", *out)
 	}
 	for _, r := range results {
 		if r.failed > 0 || r.err != "" {
@@ -177,48 +170,19 @@ func raiseFDLimit() (uint64, error) {
 	return lim.Max, nil
 }
 
-// serveProxy runs the floor: a bare httputil.ReverseProxy with a sized
-// idle pool that sets the upstream credential, HTTP/2 to TLS upstreams.
+// serveProxy runs the floor: benchkit's bare httputil.ReverseProxy with
+// a sized idle pool, HTTP/2 to TLS upstreams.
 func serveProxy(addr, upstream string) {
-	target, err := url.Parse(upstream)
-	if err != nil || upstream == "" {
-		log.Fatalf("streambench proxy: bad -upstream %q", upstream)
-	}
-	transport := &http.Transport{
+	h, err := benchkit.BareProxy(upstream, upstreamKey, &http.Transport{
 		MaxIdleConns:        1024,
 		MaxIdleConnsPerHost: 256,
 		IdleConnTimeout:     90 * time.Second,
 		ForceAttemptHTTP2:   true,
-	}
-	rp := &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(target)
-			pr.Out.Header.Set("Authorization", "Bearer "+upstreamKey)
-		},
-		Transport: transport,
-	}
-	ln, err := net.Listen("tcp", addr)
+	})
 	if err != nil {
-		log.Fatal(err)
+		log.Fatalf("streambench proxy: %v", err)
 	}
-	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == "/readyz" {
-				w.WriteHeader(http.StatusOK)
-				return
-			}
-			_ = http.NewResponseController(w).EnableFullDuplex()
-			rp.ServeHTTP(w, r)
-		})}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	go func() {
-		<-ctx.Done()
-		srv.Close()
-	}()
-	if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
-		log.Fatal(err)
-	}
+	benchkit.Serve(addr, h)
 }
 
 // gatewayConfig is the measured gateway's config: one openai-type

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/llmgateway/llmgateway/integration/benchkit"
 	"github.com/llmgateway/llmgateway/integration/gwproc"
 )
 
@@ -192,7 +193,7 @@ func runPhase(ctx context.Context, cfg benchConfig, dir, self, target, proto, up
 		opened := time.Since(start)
 		before := client.events.Load()
 		t0 := time.Now()
-		if err := sleepCtx(ctx, cfg.settle); err != nil {
+		if err := benchkit.Sleep(ctx, cfg.settle); err != nil {
 			return nil, err
 		}
 		s, err := takeSample(p, debugAddr, up, n)
@@ -219,7 +220,7 @@ func runPhase(ctx context.Context, cfg benchConfig, dir, self, target, proto, up
 	for held := time.Duration(0); res.err == "" && held < cfg.hold; held += cfg.settle {
 		before := client.events.Load()
 		t0 := time.Now()
-		if err := sleepCtx(ctx, cfg.settle); err != nil {
+		if err := benchkit.Sleep(ctx, cfg.settle); err != nil {
 			return nil, err
 		}
 		s, err := takeSample(p, debugAddr, up, client.open())
@@ -311,17 +312,6 @@ func saveHeapProfile(debugAddr, dir, name string) (string, error) {
 		return "", err
 	}
 	return path, f.Close()
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 func mib(kb int64) float64 { return float64(kb) / 1024 }
