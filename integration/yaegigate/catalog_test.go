@@ -158,7 +158,7 @@ func TestCatalogArchive(t *testing.T) {
 	require.NoError(t, err)
 	h, a, err := catalog.Analyze(mgr.GoPath(), m)
 	require.NoError(t, err)
-	t.Logf("crawler analysis: import %s, CreateConfig+testData+New %s", a.Import.Round(1e6), a.New.Round(1e6))
+	t.Logf("crawler analysis: import %s, CreateConfig+testData+New %s, CPU time %s", a.Import.Round(1e6), a.New.Round(1e6), a.CPU.Round(1e6))
 	assertServesTestData(t, h)
 
 	descs := map[string]plugins.Descriptor{pluginAlias: {ModuleName: catalog.Module, Version: catalogVersion}}
