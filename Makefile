@@ -5,7 +5,7 @@ BIN := bin
 VERSION ?= 0.0.0-dev
 MODULE := github.com/llmgateway/llmgateway
 
-.PHONY: help test test-gateway test-cmd lint vendor vendor-check build-binary run integration bench bench-plugin bench-yaegi fuzz yaegi-check pricing-sync
+.PHONY: help test test-gateway test-cmd vendor vendor-check build-binary run integration bench bench-plugin bench-yaegi fuzz yaegi-check pricing-sync
 
 help: ## list targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sort | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -14,11 +14,6 @@ test: vendor-check admin-ui-check ## unit tests (compiled and under yaegi test),
 	$(GO) test -count=1 -race ./gateway/... ./plugin/... ./cmd/...
 	$(GO) test -count=1 ./integration/...
 	scripts/yaegi-unit.sh
-
-lint: ## gofmt, go vet, every make target has a help line
-	scripts/make-help-check.sh
-	@out=$$(gofmt -l gateway plugin/*.go cmd integration); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	$(GO) vet ./gateway/... ./plugin/... ./cmd/... ./integration/...
 
 vendor: ## refresh plugin/vendor from ./gateway (the copy Yaegi and Traefik read)
 	cd plugin && GOWORK=off $(GO) mod vendor

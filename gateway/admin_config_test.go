@@ -116,7 +116,7 @@ func TestAdminConfigRoute(t *testing.T) {
 	if len(ans.Warnings) != 1 || !strings.Contains(ans.Warnings[0], "cache.ttl") || strings.Contains(body, "warningsDropped") {
 		t.Errorf("warnings: %q (warningsDropped must be omitted when 0)", ans.Warnings)
 	}
-	checkGolden(t, "config", []byte(strings.Replace(body, dir, "TMPDIR", -1)))
+	checkGolden(t, "config", []byte(strings.ReplaceAll(body, dir, "TMPDIR")))
 }
 
 // warnings is never null, and what was dropped past maxWarnings is

@@ -196,7 +196,7 @@ func (l *limiter) recordAttempt(provider, model string, failed bool) {
 		return
 	}
 	now := l.now()
-	sec := now.Unix() // unixMinute, inlined
+	sec := now.Unix() // the floored Unix minute, computed inline
 	minute := sec / 60
 	if sec%60 < 0 {
 		minute--

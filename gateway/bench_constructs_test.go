@@ -119,6 +119,7 @@ func BenchmarkConstruct(b *testing.B) {
 		var mu sync.Mutex
 		for i := 0; i < b.N; i++ {
 			mu.Lock()
+			sink = i
 			mu.Unlock()
 		}
 	})
@@ -139,6 +140,7 @@ func BenchmarkConstruct(b *testing.B) {
 			for j := 0; j < 12; j++ {
 				xs = append(xs, constructT{a: j})
 			}
+			sink = len(xs)
 		}
 	})
 	b.Run("bytes-index-1KB", func(b *testing.B) {

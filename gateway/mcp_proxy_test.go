@@ -411,7 +411,7 @@ func legacyServer(t *testing.T, stream string, endpoint func(origin string) stri
 func legacyStream(endpoint string, crlf bool) string {
 	s := ": welcome\n\nevent: endpoint\ndata: " + endpoint + "\n\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{}}\n\n"
 	if crlf {
-		s = strings.Replace(s, "\n", "\r\n", -1)
+		s = strings.ReplaceAll(s, "\n", "\r\n")
 	}
 	return s
 }
@@ -515,7 +515,7 @@ func TestTargetProxyAgentCard(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		switch r.URL.Path {
 		case "/.well-known/agent-card.json":
-			_, _ = io.WriteString(w, strings.Replace(testCard, "AGENT", origin, -1))
+			_, _ = io.WriteString(w, strings.ReplaceAll(testCard, "AGENT", origin))
 		case "/big/card":
 			_, _ = io.WriteString(w, big)
 		case "/text/card":

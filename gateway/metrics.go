@@ -209,9 +209,10 @@ func observeRecord(m *metricsBook, rec *requestRecord) {
 		}
 		observeHistogram(&s.overhead, overheadBoundsSec, over.Seconds())
 	}
-	if rec.cache == "hit" {
+	switch rec.cache {
+	case "hit":
 		m.cacheHits++
-	} else if rec.cache == "miss" {
+	case "miss":
 		m.cacheMisses++
 	}
 	m.mu.Unlock()

@@ -46,7 +46,7 @@ func pathsFuzzGateway(f *testing.F) *Gateway {
 // dotSegment reports whether a decoded path holds a "." or ".." segment
 // under "/" or "\" (a separator some servers honour).
 func dotSegment(p string) bool {
-	parts := strings.Split(strings.Replace(p, "\\", "/", -1), "/")
+	parts := strings.Split(strings.ReplaceAll(p, "\\", "/"), "/")
 	for i := 0; i < len(parts); i++ {
 		if parts[i] == "." || parts[i] == ".." {
 			return true

@@ -179,7 +179,7 @@ func (l *limiter) reserve(ctx context.Context, scopes []limitScope, tokens, cost
 // store can (peek.Done then says so).
 func (l *limiter) reservePeek(ctx context.Context, scopes []limitScope, tokens, cost int64, peek *store.Peek) (*reservation, *apiError) {
 	now := l.now()
-	sec := now.Unix() // unixMinute, inlined
+	sec := now.Unix() // the floored Unix minute, computed inline
 	minute := sec / 60
 	if sec%60 < 0 {
 		minute--
@@ -192,7 +192,7 @@ func (l *limiter) reservePeek(ctx context.Context, scopes []limitScope, tokens, 
 	a := &k.plan.admission
 	id := holdPrefix + "-" + strconv.FormatInt(holdCounter.Add(1), 36)
 	hold := store.Hold{Member: store.HoldMember(id, tokens, cost), Tokens: tokens, Cost: cost, TTL: l.holdTTL}
-	var holder store.Holder = l.holder
+	holder := l.holder
 	var v store.Verdict
 	var err error
 	if pk, ok := holder.(store.Peeker); ok && peek != nil {

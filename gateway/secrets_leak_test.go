@@ -212,7 +212,7 @@ func TestSecretsNeverLeakAdmin(t *testing.T) {
 	}
 	cases := traffic
 	for _, route := range adminRouteSamples {
-		route = strings.Replace(route, "alice", "lituser", -1)
+		route = strings.ReplaceAll(route, "alice", "lituser")
 		cases = append(cases, leakCase{"admin_" + route, testRequest{method: "GET", path: "/admin/api/" + route, headers: bearer(leakUserLiteral)}, 200})
 	}
 	cases = append(cases,

@@ -173,7 +173,7 @@ func newStatsWriter(a adminSettings, cache bool) *statsWriter {
 }
 
 // statsID escapes a key component (as scopePrefix does).
-func statsID(id string) string { return strings.Replace(id, ":", "%3A", -1) }
+func statsID(id string) string { return strings.ReplaceAll(id, ":", "%3A") }
 
 // modelPrefix is the keys of provider/model (nil past maxStatsModels).
 func (w *statsWriter) modelPrefix(provider, model string) *statsPrefix {
@@ -274,7 +274,7 @@ func statsIncrs(c *call, f *statsFacts) []store.Incr {
 		return nil
 	}
 	now := c.g.limiter.now()
-	sec := now.Unix() // unixMinute, inlined
+	sec := now.Unix() // the floored Unix minute, computed inline
 	minute := sec / 60
 	if sec%60 < 0 {
 		minute--

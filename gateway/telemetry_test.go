@@ -43,7 +43,7 @@ func waitTelemetry(t *testing.T, bound time.Duration) {
 	t.Helper()
 	done := make(chan struct{})
 	go func() {
-		defer func() { recover() }()
+		defer func() { _ = recover() }()
 		telemetryInFlight.Wait()
 		close(done)
 	}()
@@ -232,7 +232,7 @@ func TestTelemetryHangingEndpointNeverBlocks(t *testing.T) {
 
 	returned := make(chan struct{})
 	go func() {
-		defer func() { recover() }()
+		defer func() { _ = recover() }()
 		reportLoaded()
 		close(returned)
 	}()

@@ -266,7 +266,7 @@ func adSample(t *testing.T, fams map[string]*dto.MetricFamily, family string, kv
 			labels[l.GetName()] = l.GetValue()
 		}
 		match := len(labels) == len(kv)/2
-		for i := 0; match && i < len(kv); i += 2 {
+		for i := 0; match && i+1 < len(kv); i += 2 {
 			match = labels[kv[i]] == kv[i+1]
 		}
 		if !match {

@@ -21,7 +21,6 @@ package integration_test
 //	d.loginOK(key)                      // login, then the nav and [data-test=page-home] are visible
 //	d.loginRefused(key)                 // login, then an /admin/api/ 401/403 and [data-test=key-error]
 //	d.waitVisible(sel)                  // wait (15 s) until the CSS selector is visible
-//	d.waitGone(sel)                     // wait until no element matches
 //	d.text(sel) string                  // the visible text of the first match (waits for it)
 //	d.texts(sel) []string               // the text of every match, now (no wait)
 //	d.has(sel) bool                     // whether an element matches, now
@@ -256,11 +255,6 @@ func (d *dashTab) fatal(format string, args ...interface{}) {
 func (d *dashTab) waitVisible(sel string) {
 	d.t.Helper()
 	d.do("waiting for "+sel, chromedp.WaitVisible(chromedp.CSS(sel)))
-}
-
-func (d *dashTab) waitGone(sel string) {
-	d.t.Helper()
-	d.do("waiting for "+sel+" to go", chromedp.WaitNotPresent(chromedp.CSS(sel)))
 }
 
 func (d *dashTab) click(sel string) {

@@ -256,12 +256,12 @@ func TestUsersFileCorruptAndHalfWritten(t *testing.T) {
 	counts := map[string]int{}
 	for _, o := range seen {
 		w := want[o.what]
-		switch {
-		case o.set == w[0]:
+		switch o.set {
+		case w[0]:
 			counts[o.what+" old"]++
 			assert.False(t, sawNew[o.what], "%s saw the old set after the new one (request at %v)", o.what, o.start.Format(time.RFC3339Nano))
 			assert.True(t, o.start.Before(loaded), "%s saw the old set after the reload was logged", o.what)
-		case o.set == w[1]:
+		case w[1]:
 			counts[o.what+" new"]++
 			sawNew[o.what] = true
 			assert.True(t, o.end.After(completed), "%s saw the new set before the completed file was written", o.what)

@@ -50,7 +50,7 @@ func newOllamaClient(t *testing.T, base, key string) *api.Client {
 	t.Helper()
 	u, err := url.Parse(base)
 	require.NoError(t, err)
-	var transport http.RoundTripper = http.DefaultTransport
+	transport := http.DefaultTransport
 	if key != "" {
 		transport = bearer{key: key, next: http.DefaultTransport}
 	}

@@ -565,7 +565,7 @@ func TestSDKTranslateThroughBinary(t *testing.T) {
 
 		// size maps to the nearest aspect ratio.
 		_, err = env.client.Images.Generate(sdkContext(t), openai.ImageGenerateParams{
-			Model: trGemImagen, Prompt: prompt, N: openai.Int(1), Size: openai.ImageGenerateParamsSize1792x1024,
+			Model: trGemImagen, Prompt: prompt, N: openai.Int(1), Size: openai.ImageGenerateParamsSize("1792x1024"), // a legacy size (the SDK deprecates its constant)
 			ResponseFormat: openai.ImageGenerateParamsResponseFormatB64JSON,
 		})
 		require.NoError(t, err)

@@ -42,7 +42,7 @@ func exitCode(err error, stderr io.Writer) int {
 	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
-	fmt.Fprintf(stderr, "llmgateway: %v\n", err)
+	_, _ = fmt.Fprintf(stderr, "llmgateway: %v\n", err)
 	var usage *usageError
 	if errors.As(err, &usage) {
 		return 2

@@ -68,7 +68,7 @@ func parseSettings(args []string, getenv func(string) string, output io.Writer) 
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(output, "Usage: llmgateway [flags]\n\nEvery flag has an LLMGW_* environment twin; an explicitly passed flag beats it.\n\n")
+			_, _ = fmt.Fprintf(output, "Usage: llmgateway [flags]\n\nEvery flag has an LLMGW_* environment twin; an explicitly passed flag beats it.\n\n")
 			fs.SetOutput(output)
 			fs.PrintDefaults()
 			return nil, err

@@ -330,7 +330,7 @@ func Install(ctx context.Context, storage, version string, archive []byte) (*plu
 		return nil, err
 	}
 	if !dl.checked {
-		return nil, errors.New("Traefik's manager did not validate the archive hash")
+		return nil, errors.New("the Traefik plugin manager did not validate the archive hash")
 	}
 	return mgr, nil
 }
@@ -421,7 +421,7 @@ func Analyze(gopath string, m *plugins.Manifest) (http.Handler, Analysis, error)
 		a.New = time.Since(start)
 		a.CPU = CPUTime() - cpu0
 		if r.err != nil {
-			return nil, a, fmt.Errorf("New with testData: %w (output: %s)", r.err, out.String())
+			return nil, a, fmt.Errorf("calling New with testData: %w (output: %s)", r.err, out.String())
 		}
 		if a.CPU > NewTimeout {
 			return nil, a, fmt.Errorf("import and New took %s of CPU time, over the catalog's %s", a.CPU.Round(time.Millisecond), NewTimeout)
@@ -457,18 +457,18 @@ func Build(ctx context.Context, fnCreate, fnNew reflect.Value, config map[string
 	}
 	out := fnNew.Call([]reflect.Value{reflect.ValueOf(ctx), reflect.ValueOf(next), vConfig, reflect.ValueOf(name)})
 	if len(out) != 2 {
-		return nil, fmt.Errorf("New returned %d values", len(out))
+		return nil, fmt.Errorf("the plugin's New returned %d values", len(out))
 	}
 	if e := out[1].Interface(); e != nil {
 		err, ok := e.(error)
 		if !ok {
-			return nil, fmt.Errorf("New returned a non-error %T", e)
+			return nil, fmt.Errorf("the plugin's New returned a non-error %T", e)
 		}
 		return nil, err
 	}
 	h, ok := out[0].Interface().(http.Handler)
 	if !ok {
-		return nil, fmt.Errorf("New returned %T, not an http.Handler", out[0].Interface())
+		return nil, fmt.Errorf("the plugin's New returned %T, not an http.Handler", out[0].Interface())
 	}
 	return h, nil
 }

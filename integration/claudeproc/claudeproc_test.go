@@ -123,13 +123,13 @@ func TestRecorderRecordsAndStreams(t *testing.T) {
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
-		io.WriteString(w, "event: one\ndata: {}\n\n")
+		_, _ = io.WriteString(w, "event: one\ndata: {}\n\n")
 		w.(http.Flusher).Flush()
 		select {
 		case <-release:
 		case <-r.Context().Done():
 		}
-		io.WriteString(w, "event: two\ndata: {}\n\n")
+		_, _ = io.WriteString(w, "event: two\ndata: {}\n\n")
 	}))
 	t.Cleanup(target.Close)
 	defer close(release)

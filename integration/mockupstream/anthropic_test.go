@@ -78,13 +78,17 @@ func TestAnthropicModels(t *testing.T) {
 		FirstID string `json:"first_id"`
 		LastID  string `json:"last_id"`
 	}
-	json.Unmarshal(body, &page)
+	if err := json.Unmarshal(body, &page); err != nil {
+		t.Fatal(err)
+	}
 	if len(page.Data) != 2 || !page.HasMore || page.FirstID != "claude-a" || page.LastID != "claude-b" {
 		t.Fatalf("page 1: %s", body)
 	}
 	_, body = do(t, "GET", ts.URL+"/v1/models?limit=2&after_id=claude-b", "", anthHeaders())
 	page.Data = nil
-	json.Unmarshal(body, &page)
+	if err := json.Unmarshal(body, &page); err != nil {
+		t.Fatal(err)
+	}
 	if len(page.Data) != 1 || page.HasMore || page.FirstID != "claude-c" {
 		t.Fatalf("page 2: %s", body)
 	}
@@ -208,7 +212,9 @@ func TestAnthropicToolCall(t *testing.T) {
 				StopReason  string  `json:"stop_reason"`
 			} `json:"delta"`
 		}
-		json.Unmarshal([]byte(e.data), &d)
+		if err := json.Unmarshal([]byte(e.data), &d); err != nil {
+			t.Fatal(err)
+		}
 		if e.name == "content_block_start" && d.Index == 1 {
 			if d.ContentBlock.Type != "tool_use" || d.ContentBlock.ID != "toolu_mock_1" || d.ContentBlock.Name != "get_weather" || string(d.ContentBlock.Input) != "{}" {
 				t.Fatalf("tool_use start %s", e.data)

@@ -413,7 +413,7 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, req gemin
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	rc.Flush()
+	_ = rc.Flush() // an unflushable writer still gets the events, later
 	p.crlf = false
 	playEvents(w, r, rc, p, events, append(append([]byte(",\r\n"), geminiStreamError...), ']'))
 }
@@ -427,7 +427,9 @@ func (s *Server) geminiEmbed(raw json.RawMessage, wantModel string) ([]float32, 
 	}
 	if wantModel != "" {
 		var m string
-		json.Unmarshal(req["model"], &m)
+		if msg := protoValue(req["model"], "model", "TYPE_STRING", &m); msg != "" {
+			return nil, msg
+		}
 		if m != wantModel {
 			return nil, "* BatchEmbedContentsRequest.model: model must be " + wantModel + " (got \"" + m + "\")"
 		}
@@ -443,7 +445,9 @@ func (s *Server) geminiEmbed(raw json.RawMessage, wantModel string) ([]float32, 
 	text := info.text
 	if tt := req["taskType"]; tt != nil {
 		var t string
-		json.Unmarshal(tt, &t)
+		if msg := protoValue(tt, "task_type", "type.googleapis.com/google.ai.generativelanguage.v1beta.TaskType", &t); msg != "" {
+			return nil, msg
+		}
 		switch t {
 		case "TASK_TYPE_UNSPECIFIED", "RETRIEVAL_QUERY", "RETRIEVAL_DOCUMENT", "SEMANTIC_SIMILARITY",
 			"CLASSIFICATION", "CLUSTERING", "QUESTION_ANSWERING", "FACT_VERIFICATION", "CODE_RETRIEVAL_QUERY":

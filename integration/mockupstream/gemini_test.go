@@ -37,14 +37,18 @@ func TestGeminiModels(t *testing.T) {
 		NextPageToken string `json:"nextPageToken"`
 	}
 	_, body = do(t, "GET", ts.URL+"/v1beta/models?pageSize=2", "", gemHeaders())
-	json.Unmarshal(body, &page)
+	if err := json.Unmarshal(body, &page); err != nil {
+		t.Fatal(err)
+	}
 	if len(page.Models) != 2 || page.NextPageToken == "" {
 		t.Fatalf("page 1: %s", body)
 	}
 	_, body = do(t, "GET", ts.URL+"/v1beta/models?pageSize=2&pageToken="+page.NextPageToken, "", gemHeaders())
 	page.NextPageToken = ""
 	page.Models = nil
-	json.Unmarshal(body, &page)
+	if err := json.Unmarshal(body, &page); err != nil {
+		t.Fatal(err)
+	}
 	if len(page.Models) != 1 || page.Models[0].Name != "models/imagen-c" || page.NextPageToken != "" {
 		t.Fatalf("page 2: %s", body)
 	}
@@ -291,7 +295,9 @@ func TestGeminiEmbeddings(t *testing.T) {
 			Values []float32 `json:"values"`
 		} `json:"embedding"`
 	}
-	json.Unmarshal(got, &one)
+	if err := json.Unmarshal(got, &one); err != nil {
+		t.Fatal(err)
+	}
 	if len(one.Embedding.Values) != 6 {
 		t.Fatalf("dims: %s", got)
 	}
@@ -336,7 +342,9 @@ func TestGeminiPredict(t *testing.T) {
 	}
 	out.Predictions = nil
 	_, got = do(t, "POST", ts.URL+"/v1beta/models/imagen-x:predict", `{"instances":[{"prompt":"a fox"}]}`, gemHeaders())
-	json.Unmarshal(got, &out)
+	if err := json.Unmarshal(got, &out); err != nil {
+		t.Fatal(err)
+	}
 	if len(out.Predictions) != GeminiDefaultSampleCount {
 		t.Fatalf("default sampleCount: %s", got)
 	}

@@ -86,6 +86,16 @@ var geminiSchemaKeys = []string{
 	"propertyOrdering", "default", "items", "minimum", "maximum",
 }
 
+// protoValue decodes one field of a request object into v. An absent
+// field (nil raw) leaves v as it is; a value of the wrong JSON type is
+// refused as the API refuses it: "Invalid value at 'where' (protoType)".
+func protoValue(raw json.RawMessage, where, protoType string, v any) string {
+	if raw == nil || json.Unmarshal(raw, v) == nil {
+		return ""
+	}
+	return "Invalid value at '" + where + "' (" + protoType + "), " + string(raw)
+}
+
 // checkSchema validates an OpenAPI-subset Schema (functionDeclarations
 // parameters); JSON-Schema-only keywords such as additionalProperties or
 // $schema are refused, as the API does.
@@ -96,7 +106,9 @@ func checkSchema(raw json.RawMessage, where string) string {
 	}
 	if t, ok := m["type"]; ok {
 		var s string
-		json.Unmarshal(t, &s)
+		if msg := protoValue(t, where+".type", "type.googleapis.com/google.ai.generativelanguage.v1beta.Type", &s); msg != "" {
+			return msg
+		}
 		switch strings.ToUpper(s) {
 		case "STRING", "NUMBER", "INTEGER", "BOOLEAN", "ARRAY", "OBJECT", "NULL", "TYPE_UNSPECIFIED":
 		default:
@@ -154,7 +166,9 @@ func geminiContent(raw json.RawMessage, where string, system bool) (info content
 		return info, msg
 	}
 	if v, ok := c["role"]; ok {
-		json.Unmarshal(v, &info.role)
+		if msg := protoValue(v, where+".role", "TYPE_STRING", &info.role); msg != "" {
+			return info, msg
+		}
 	}
 	if role := info.role; !system && role != "" && role != "user" && role != "model" && role != "function" {
 		return info, "Please use a valid role: user, model."
@@ -200,7 +214,9 @@ func geminiContent(raw json.RawMessage, where string, system bool) (info content
 				return info, msg
 			}
 			var data string
-			json.Unmarshal(blob["data"], &data)
+			if msg := protoValue(blob["data"], pw+".inline_data.data", "TYPE_BYTES", &data); msg != "" {
+				return info, msg
+			}
 			if _, err := base64.StdEncoding.DecodeString(data); err != nil {
 				return info, "Invalid value at '" + pw + ".inline_data.data' (TYPE_BYTES), Base64 decoding failed"
 			}
@@ -215,7 +231,9 @@ func geminiContent(raw json.RawMessage, where string, system bool) (info content
 			}
 			if info.calls == 0 {
 				var sig string
-				json.Unmarshal(part["thoughtSignature"], &sig)
+				if msg := protoValue(part["thoughtSignature"], pw+".thought_signature", "TYPE_BYTES", &sig); msg != "" {
+					return info, msg
+				}
 				info.firstCallSigned = sig != ""
 			}
 			info.calls++
@@ -226,7 +244,9 @@ func geminiContent(raw json.RawMessage, where string, system bool) (info content
 				return info, msg
 			}
 			var name string
-			json.Unmarshal(fr["name"], &name)
+			if msg := protoValue(fr["name"], pw+".function_response.name", "TYPE_STRING", &name); msg != "" {
+				return info, msg
+			}
 			if name == "" {
 				return info, "* GenerateContentRequest." + pw + ".function_response.name: Name cannot be empty."
 			}
@@ -329,7 +349,9 @@ func parseGeminiRequest(body []byte, model string) (geminiRequest, string) {
 					return out, msg
 				}
 				var name string
-				json.Unmarshal(d["name"], &name)
+				if msg := protoValue(d["name"], dw+".name", "TYPE_STRING", &name); msg != "" {
+					return out, msg
+				}
 				if !geminiFunctionName.MatchString(name) {
 					return out, "* GenerateContentRequest." + dw + ".name: Invalid function name. Must start with a letter or an underscore. Must be a-z, A-Z, 0-9, or contain underscores, dots, colons and dashes, with a maximum length of 128."
 				}
@@ -357,8 +379,12 @@ func parseGeminiRequest(body []byte, model string) (geminiRequest, string) {
 			if msg != "" {
 				return out, msg
 			}
-			json.Unmarshal(cfg["mode"], &out.mode)
-			json.Unmarshal(cfg["allowedFunctionNames"], &out.allowed)
+			if msg := protoValue(cfg["mode"], "tool_config.function_calling_config.mode", "type.googleapis.com/google.ai.generativelanguage.v1beta.FunctionCallingConfig.Mode", &out.mode); msg != "" {
+				return out, msg
+			}
+			if msg := protoValue(cfg["allowedFunctionNames"], "tool_config.function_calling_config.allowed_function_names", "TYPE_STRING", &out.allowed); msg != "" {
+				return out, msg
+			}
 			switch out.mode {
 			case "", "MODE_UNSPECIFIED", "AUTO", "ANY", "NONE", "VALIDATED":
 			default:

@@ -293,7 +293,7 @@ func startSSE(w http.ResponseWriter) *http.ResponseController {
 	h.Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	rc.Flush()
+	_ = rc.Flush() // an unflushable writer still gets the events, later
 	return rc
 }
 
@@ -315,8 +315,8 @@ func playEvents(w http.ResponseWriter, r *http.Request, rc *http.ResponseControl
 			return
 		}
 		if i == p.errorAfter {
-			write(errEvent)
-			rc.Flush()
+			_ = write(errEvent)
+			_ = rc.Flush()
 			return
 		}
 		if i == p.truncateAfter {

@@ -117,9 +117,9 @@ func isJSONObject(raw json.RawMessage) bool {
 // (0-based) of a prompt: 2x2 pixels whose colour derives from both.
 func ImagePNG(prompt string, i int) []byte {
 	h := fnv.New32a()
-	h.Write([]byte(prompt))
-	h.Write([]byte{0})
-	h.Write([]byte(strconv.Itoa(i)))
+	_, _ = h.Write([]byte(prompt)) // a hash.Hash never returns an error
+	_, _ = h.Write([]byte{0})
+	_, _ = h.Write([]byte(strconv.Itoa(i)))
 	x := h.Sum32()
 	img := image.NewNRGBA(image.Rect(0, 0, 2, 2))
 	c := color.NRGBA{R: uint8(x), G: uint8(x >> 8), B: uint8(x >> 16), A: 255}
@@ -129,6 +129,8 @@ func ImagePNG(prompt string, i int) []byte {
 		}
 	}
 	var buf bytes.Buffer
-	png.Encode(&buf, img)
+	if err := png.Encode(&buf, img); err != nil {
+		panic("mockupstream: encoding a 2x2 PNG: " + err.Error()) // cannot happen: an in-memory NRGBA image into a buffer
+	}
 	return buf.Bytes()
 }

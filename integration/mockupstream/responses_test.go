@@ -63,8 +63,12 @@ func responsesEvents(t *testing.T, body []byte) ([]string, []map[string]json.Raw
 		}
 		var typ string
 		var seq int
-		json.Unmarshal(p["type"], &typ)
-		json.Unmarshal(p["sequence_number"], &seq)
+		if err := json.Unmarshal(p["type"], &typ); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(p["sequence_number"], &seq); err != nil {
+			t.Fatal(err)
+		}
 		if typ != e.name || seq != i {
 			t.Fatalf("event %d: name %q, type %q, sequence_number %d", i, e.name, typ, seq)
 		}
@@ -104,7 +108,9 @@ func TestResponsesStream(t *testing.T) {
 	var text strings.Builder
 	for i := 4; i <= 6; i++ {
 		var d string
-		json.Unmarshal(payloads[i]["delta"], &d)
+		if err := json.Unmarshal(payloads[i]["delta"], &d); err != nil {
+			t.Fatal(err)
+		}
 		text.WriteString(d)
 	}
 	if text.String() != ReplyText(3) {
@@ -138,7 +144,9 @@ func TestResponsesFunctionCall(t *testing.T) {
 				OutputTokens int `json:"output_tokens"`
 			} `json:"usage"`
 		}
-		json.Unmarshal(body, &resp)
+		if err := json.Unmarshal(body, &resp); err != nil {
+			t.Fatal(err)
+		}
 		if len(resp.Output) != 1 || resp.Usage.OutputTokens != ToolOutputTokens {
 			t.Fatalf("%s", body)
 		}
@@ -159,7 +167,9 @@ func TestResponsesFunctionCall(t *testing.T) {
 		var args strings.Builder
 		for _, p := range payloads[3 : len(payloads)-3] {
 			var d string
-			json.Unmarshal(p["delta"], &d)
+			if err := json.Unmarshal(p["delta"], &d); err != nil {
+				t.Fatal(err)
+			}
 			args.WriteString(d)
 		}
 		if args.String() != ToolArguments() {
@@ -231,7 +241,9 @@ func TestResponsesToolTurn(t *testing.T) {
 				OutputTokens int `json:"output_tokens"`
 			} `json:"usage"`
 		}
-		json.Unmarshal(payloads[14]["response"], &completed)
+		if err := json.Unmarshal(payloads[14]["response"], &completed); err != nil {
+			t.Fatal(err)
+		}
 		if len(completed.Output) != 2 || completed.Usage.OutputTokens != ToolOutputTokens {
 			t.Fatalf("completed: %s", payloads[14]["response"])
 		}
@@ -240,7 +252,9 @@ func TestResponsesToolTurn(t *testing.T) {
 		_, body := post(t, ts.URL+"/v1/responses", codexInput(codexAsk, codexCalled, codexOutput("Chunk ID: 1\nProcess exited with code 0\nOutput:\nok-4711\n")), nil)
 		_, payloads := responsesEvents(t, body)
 		var text string
-		json.Unmarshal(payloads[len(payloads)-4]["text"], &text)
+		if err := json.Unmarshal(payloads[len(payloads)-4]["text"], &text); err != nil {
+			t.Fatal(err)
+		}
 		if text != codexTurn.FinalText {
 			t.Fatalf("answer %q: %s", text, body)
 		}
@@ -276,7 +290,9 @@ func TestResponsesIncomplete(t *testing.T) {
 			} `json:"content"`
 		} `json:"output"`
 	}
-	json.Unmarshal(body, &resp)
+	if err := json.Unmarshal(body, &resp); err != nil {
+		t.Fatal(err)
+	}
 	if resp.Status != "incomplete" || string(resp.IncompleteDetails) != `{"reason":"max_output_tokens"}` ||
 		len(resp.Output) != 1 || resp.Output[0].Status != "incomplete" || resp.Output[0].Content[0].Text != ReplyText(2) {
 		t.Fatalf("%s", body)

@@ -47,7 +47,9 @@ func anthropicText(t *testing.T, body []byte) (string, string) {
 				StopReason string `json:"stop_reason"`
 			} `json:"delta"`
 		}
-		json.Unmarshal([]byte(e.data), &d)
+		if err := json.Unmarshal([]byte(e.data), &d); err != nil {
+			t.Fatal(err)
+		}
 		if d.Delta.Type == "text_delta" {
 			text.WriteString(d.Delta.Text)
 		}

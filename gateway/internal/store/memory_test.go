@@ -117,7 +117,9 @@ func TestMemorySetIncr(t *testing.T) {
 	if iv[0] != 0 || iv[1] != 2 {
 		t.Fatalf("apply = %v, want [0 2] (a Set reads 0)", iv)
 	}
-	m.Apply(ctx, []Incr{{Key: "seen", Delta: 90, TTL: time.Hour, Set: true}}, nil)
+	if _, _, err := m.Apply(ctx, []Incr{{Key: "seen", Delta: 90, TTL: time.Hour, Set: true}}, nil); err != nil {
+		t.Fatal(err)
+	}
 	if _, gv, _ := m.Apply(ctx, nil, []string{"seen"}); gv[0] != 90 {
 		t.Fatalf("seen = %d, want 90 (the last write wins)", gv[0])
 	}

@@ -12,6 +12,9 @@ import (
 // validation refuses more, and the client clamps to it.
 const MaxPoolSize = 256
 
+// decimalDigits maps a one-digit length to its ASCII digit.
+const decimalDigits = "0123456789"
+
 // RedisSettings says how to reach Redis: the validated redis block of
 // the configuration, with the password resolved.
 type RedisSettings struct {
@@ -210,7 +213,7 @@ func appendApply(b []byte, incrs []Incr, gets []string) []byte {
 		dl := len(b) - 3 // the delta's length digit
 		b = strconv.AppendInt(b, in.Delta, 10)
 		if nd := len(b) - dl - 3; nd < 10 {
-			b[dl] = byte('0' + nd)
+			b[dl] = decimalDigits[nd]
 		} else {
 			b = b[:dl]
 			b = strconv.AppendInt(b, int64(nd), 10)
@@ -231,7 +234,7 @@ func appendApply(b []byte, incrs []Incr, gets []string) []byte {
 		b = append(b, "$0\r\n"...)
 		b = strconv.AppendInt(b, ttlSeconds(in.TTL), 10)
 		if nd := len(b) - at - 4; nd < 10 {
-			b[at+1] = byte('0' + nd)
+			b[at+1] = decimalDigits[nd]
 			b = append(b, '\r', '\n')
 		} else {
 			secs := string(b[at+4:])

@@ -394,7 +394,7 @@ func anthropicInTypeError(path string, err error) *apierr.Error {
 		want = "a string"
 	case reflect.Bool:
 		want = "a boolean"
-	case reflect.Struct, reflect.Ptr, reflect.Map:
+	case reflect.Struct, reflect.Pointer, reflect.Map:
 		want = "an object"
 	case reflect.Slice, reflect.Array:
 		want = "an array"

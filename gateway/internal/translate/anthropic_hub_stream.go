@@ -499,9 +499,10 @@ func anthropicOutStartPayload(index int, seg *anthropicOutSegment) Payload {
 // string contents) to block index of kind.
 func anthropicOutDeltaPayload(index int, kind int, text []byte) Payload {
 	head := anthropicTextDeltaHead
-	if kind == anthropicSegThinking {
+	switch kind {
+	case anthropicSegThinking:
 		head = anthropicThinkingDeltaHead
-	} else if kind == anthropicSegTool {
+	case anthropicSegTool:
 		head = anthropicJSONDeltaHead
 	}
 	data := make([]byte, 0, len(text)+len(head)+48)

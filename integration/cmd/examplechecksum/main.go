@@ -18,7 +18,7 @@ import (
 func main() {
 	check := flag.Bool("check", false, "only report whether the annotation is current (exit 1 when stale)")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: examplechecksum [-check] MANIFEST...\n")
+		_, _ = fmt.Fprintf(flag.CommandLine.Output(), "usage: examplechecksum [-check] MANIFEST...\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()

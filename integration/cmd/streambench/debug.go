@@ -6,6 +6,7 @@ import (
 	"net/http"
 	_ "net/http/pprof" // serveDebug serves the profiles
 	"runtime"
+	"time"
 
 	"github.com/llmgateway/llmgateway/integration/gwproc"
 )
@@ -32,6 +33,7 @@ func serveDebug(addr string) error {
 			HeapObjects: m.HeapObjects, StackInuse: m.StackInuse, Sys: m.Sys, NumGC: uint64(m.NumGC),
 		})
 	})
-	go func() { _ = http.Serve(ln, mux) }()
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -164,7 +165,11 @@ func runPhase(ctx context.Context, cfg benchConfig, dir, self, target, proto, up
 	steps := append([]int(nil), cfg.steps...)
 	if proto == "h1" {
 		// Two descriptors a stream, and some headroom for the process's own.
-		limit := int(cfg.fdLimit-64) / 2
+		// An unlimited (RLIM_INFINITY) or huge limit caps nothing.
+		limit := math.MaxInt32
+		if cfg.fdLimit < math.MaxInt32 {
+			limit = (int(cfg.fdLimit) - 64) / 2
+		}
 		for i, n := range steps {
 			if n > limit {
 				steps[i] = limit

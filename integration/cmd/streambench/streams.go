@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -180,9 +179,4 @@ func (c *streamClient) closeAll() {
 		conn.Close()
 	}
 	c.wg.Wait()
-}
-
-// sourcesNote describes the source addresses for the report.
-func (c *streamClient) sourcesNote() string {
-	return strconv.Itoa(len(c.sources)) + " loopback source addresses (" + c.sources[0].String() + "–" + c.sources[len(c.sources)-1].String() + ")"
 }

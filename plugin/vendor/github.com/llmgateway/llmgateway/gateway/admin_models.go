@@ -242,11 +242,12 @@ func (g *Gateway) readModelDetail(ctx context.Context, ids []string, w *window, 
 	r402Window := w
 	r402Labels := labels
 	var days []string
-	if w == monthWindow {
+	switch w {
+	case monthWindow:
 		days = coveringDays(bucketTimes(w, now, span, offset), now)
 		r402Window = dayWindow
 		r402Labels = days
-	} else if w == dayWindow {
+	case dayWindow:
 		days = labels
 	}
 	cache := g.cache != nil && w != hourWindow

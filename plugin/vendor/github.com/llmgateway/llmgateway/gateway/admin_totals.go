@@ -197,7 +197,7 @@ func (g *Gateway) parseTotals(q url.Values) (*totalsRequest, *apiError) {
 }
 
 // quoteID quotes an id for a message.
-func quoteID(id string) string { return "\"" + strings.Replace(id, "\"", "\\\"", -1) + "\"" }
+func quoteID(id string) string { return "\"" + strings.ReplaceAll(id, "\"", "\\\"") + "\"" }
 
 // splitTargetParam splits a valid target= value into its kind and name.
 func splitTargetParam(v string) (string, string) {

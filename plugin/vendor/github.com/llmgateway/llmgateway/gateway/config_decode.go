@@ -59,7 +59,7 @@ func ConfigFromMap(raw map[string]interface{}) (*Config, error) {
 // coerceValue converts a loosely typed value into one whose JSON form
 // decodes cleanly into a value of type t, using t as the schema.
 func coerceValue(path string, value interface{}, t reflect.Type) (interface{}, error) {
-	for t.Kind() == reflect.Ptr {
+	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	if value == nil {

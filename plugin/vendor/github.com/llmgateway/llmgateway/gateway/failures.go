@@ -113,16 +113,16 @@ func upstreamHTTPError(p *providerRuntime, resp *http.Response, body io.Reader) 
 	class := statusClass(p, resp.StatusCode, data)
 	e := upstreamFailure(class, "provider \""+p.name+"\" returned HTTP "+strconv.Itoa(resp.StatusCode), nil)
 	e.Kind = "invalid_request_error"
-	switch {
-	case class == apierr.ClassCredential:
+	switch class {
+	case apierr.ClassCredential:
 		e.Kind = "server_error"
-	case class == apierr.ClassRateLimited:
+	case apierr.ClassRateLimited:
 		e.Kind = "rate_limit_error"
 		e.Status = resp.StatusCode
-	case class == apierr.ClassServer:
+	case apierr.ClassServer:
 		e.Kind = "server_error"
 		e.Status = resp.StatusCode
-	case class == apierr.ClassUnexpectedStatus:
+	case apierr.ClassUnexpectedStatus:
 		e.Kind = "server_error"
 	default:
 		e.Status = resp.StatusCode

@@ -180,7 +180,7 @@ func newLimitScope(kind, id string, limits *compiledLimits) limitScope {
 
 // scopePrefix is the key prefix of a scope's counters.
 func scopePrefix(kind, id string) string {
-	return "llmgw:" + kind + ":" + strings.Replace(id, ":", "%3A", -1) + ":"
+	return "llmgw:" + kind + ":" + strings.ReplaceAll(id, ":", "%3A") + ":"
 }
 
 // key is the scope's counter key for metric in window bucket.
@@ -222,22 +222,10 @@ type scopeKeyCache struct {
 	v atomic.Value // *setKeys
 }
 
-// unixMinute is the number of whole minutes from the Unix epoch to t
-// (floored). The hot paths inline it (an interpreted call costs more
-// than the arithmetic).
-func unixMinute(t time.Time) int64 {
-	sec := t.Unix()
-	m := sec / 60
-	if sec%60 < 0 {
-		m--
-	}
-	return m
-}
-
 // setKeysAt returns the keys of scopes for the minute containing now
-// (minute is unixMinute(now)): the cached ones when scopes[0] carries a
-// cache holding this minute's keys for this very slice, else built (and
-// cached when there is a cache).
+// (minute is the floored Unix minute of now): the cached ones when
+// scopes[0] carries a cache holding this minute's keys for this very
+// slice, else built (and cached when there is a cache).
 func setKeysAt(scopes []limitScope, now time.Time, minute int64) *setKeys {
 	var c *scopeKeyCache
 	if len(scopes) > 0 {
@@ -406,7 +394,7 @@ func (l *limiter) checkAndCount(ctx context.Context, scopes []limitScope) *apiEr
 // trip when the store can (peek.Done then says so).
 func (l *limiter) checkAndCountPeek(ctx context.Context, scopes []limitScope, peek *store.Peek) *apiError {
 	now := l.now()
-	sec := now.Unix() // unixMinute, inlined
+	sec := now.Unix() // the floored Unix minute, computed inline
 	minute := sec / 60
 	if sec%60 < 0 {
 		minute--
@@ -532,7 +520,7 @@ func (l *limiter) accountWith(ctx context.Context, scopes []limitScope, u transl
 		return
 	}
 	now := l.now()
-	sec := now.Unix() // unixMinute, inlined
+	sec := now.Unix() // the floored Unix minute, computed inline
 	minute := sec / 60
 	if sec%60 < 0 {
 		minute--

@@ -164,7 +164,7 @@ func hasTraversal(esc string) bool {
 	}
 	// Every separator the target might honour: "/" (escaped or not) and
 	// "\".
-	parts := strings.Split(strings.Replace(dec, "\\", "/", -1), "/")
+	parts := strings.Split(strings.ReplaceAll(dec, "\\", "/"), "/")
 	for i := 0; i < len(parts); i++ {
 		if parts[i] == "." || parts[i] == ".." {
 			return true

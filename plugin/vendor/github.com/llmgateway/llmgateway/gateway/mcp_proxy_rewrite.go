@@ -213,9 +213,10 @@ func (x *targetExchange) rewriteEndpoint(block []byte) []byte {
 	dataCount := 0
 	for i := 0; i < len(lines); i++ {
 		name, value := sseField(strings.TrimRight(lines[i], "\r\n"))
-		if name == "event" {
+		switch name {
+		case "event":
 			event = value
-		} else if name == "data" {
+		case "data":
 			dataLine = i
 			dataCount++
 		}
@@ -503,9 +504,7 @@ func redactTargetHeaders(h http.Header, secrets []string) {
 	for _, vs := range h {
 		for i := 0; i < len(vs); i++ {
 			for j := 0; j < len(secrets); j++ {
-				if strings.Contains(vs[i], secrets[j]) {
-					vs[i] = strings.Replace(vs[i], secrets[j], "[REDACTED]", -1)
-				}
+				vs[i] = strings.ReplaceAll(vs[i], secrets[j], "[REDACTED]")
 			}
 		}
 	}

@@ -678,7 +678,7 @@ func isBinaryContentType(contentType string) bool {
 // ".." segment, also one split off by "\" (a separator some servers
 // honour).
 func hasDotSegment(rest string) bool {
-	segments := strings.Split(strings.Replace(rest, "\\", "/", -1), "/")
+	segments := strings.Split(strings.ReplaceAll(rest, "\\", "/"), "/")
 	for i := 0; i < len(segments); i++ {
 		if segments[i] == "." || segments[i] == ".." {
 			return true

@@ -82,9 +82,6 @@ func (s *providerSlots) acquire(ctx context.Context) bool {
 // release gives a slot back.
 func (s *providerSlots) release() { <-s.sem }
 
-// inFlight is how many slots are taken (tests, admin).
-func (s *providerSlots) inFlight() int { return len(s.sem) }
-
 // errSaturated is the 429 of a provider whose slots and queue are full.
 func errSaturated(p *providerRuntime, s *providerSlots) *apiError {
 	e := apierr.New(http.StatusTooManyRequests, "rate_limit_error", codeSaturated,

@@ -106,7 +106,7 @@ func reportLoaded() {
 		}
 		telemetryInFlight.Add(1)
 		go func() {
-			defer func() { recover() }()
+			defer func() { _ = recover() }()
 			defer telemetryInFlight.Done()
 			postLoaded(endpoint, version, timeout)
 		}()

@@ -151,21 +151,6 @@ func (c *respClient) discard(cn *respConn) {
 	chans.TryRecvUnit(c.slots)
 }
 
-// release returns a healthy connection to the idle pool.
-func (c *respClient) release(cn *respConn) {
-	if c.isClosed() {
-		c.discard(cn)
-		return
-	}
-	if !chans.TrySend(c.idle, cn) {
-		// Cannot happen (idle has room for every slot); never leak.
-		c.discard(cn)
-	}
-	if c.isClosed() {
-		c.drainIdle()
-	}
-}
-
 // get returns an idle connection (reused true) or dials a new one when
 // under the cap, waiting for either while ctx allows.
 func (c *respClient) get(ctx context.Context) (*respConn, bool, error) {
@@ -335,7 +320,7 @@ func respDo(ctx context.Context, c *respClient, bt *respBatch) error {
 		noReply := false
 		err := respExchange(ctx, c, cn, bt, &noReply)
 		if err == nil {
-			// release, inlined.
+			// The healthy connection goes back to the idle pool.
 			if chans.Closed(c.closed) {
 				c.discard(cn)
 				return nil

@@ -217,7 +217,7 @@ func responsesFunctionName(name string) string {
 // responsesNameRune keeps a function name's valid characters and turns
 // any other into "_".
 func responsesNameRune(r rune) rune {
-	if r < 128 && strings.IndexByte(responsesNameChars, byte(r)) >= 0 {
+	if strings.ContainsRune(responsesNameChars, r) {
 		return r
 	}
 	return '_'
