@@ -19,7 +19,6 @@ import (
 	"github.com/traefik/yaegi/stdlib"
 )
 
-
 // interpretedPlugin is the plugin loaded by Yaegi the way Traefik loads it.
 type interpretedPlugin struct {
 	fnNew          reflect.Value
