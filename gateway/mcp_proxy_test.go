@@ -344,31 +344,37 @@ func TestTargetProxySSEFlushedPerEvent(t *testing.T) {
 // requestTimeout while events keep coming, and is ended once nothing came
 // for requestTimeout.
 func TestTargetProxyLongStream(t *testing.T) {
-	const events = 6
+	// The flowing stream outlasts the stall timeout (1 s) with an event
+	// every 20 ms: a gap 50 times the interval, which no load here makes.
+	const timeout, lasts, gap = time.Second, 1500 * time.Millisecond, 20 * time.Millisecond
+	sent := make(chan int, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(200)
-		for i := 0; i < events; i++ {
-			_, _ = io.WriteString(w, "data: "+strconv.Itoa(i)+"\n\n")
-			w.(http.Flusher).Flush()
-			if r.URL.Path == "/mcp/idle" {
-				break
-			}
-			time.Sleep(60 * time.Millisecond)
-		}
 		if r.URL.Path == "/mcp/idle" {
+			_, _ = io.WriteString(w, "data: 0\n\n")
+			w.(http.Flusher).Flush()
 			<-r.Context().Done()
+			return
 		}
+		start, n := time.Now(), 0
+		for ; n == 0 || time.Since(start) < lasts; n++ {
+			_, _ = io.WriteString(w, "data: "+strconv.Itoa(n)+"\n\n")
+			w.(http.Flusher).Flush()
+			time.Sleep(gap)
+		}
+		sent <- n
 	}))
 	t.Cleanup(srv.Close)
-	_, base, feed, _ := proxyGateway(t, proxyConfig(`"s": {"url": "`+srv.URL+`/mcp"}`, "", "200ms", ""))
+	_, base, feed, _ := proxyGateway(t, proxyConfig(`"s": {"url": "`+srv.URL+`/mcp"}`, "", timeout.String(), ""))
 	started := time.Now()
 	resp, body := send(t, base, testRequest{method: "GET", path: "/mcp/s/", headers: map[string]string{"Authorization": "Bearer " + proxyAliceKey, "Accept": "text/event-stream"}})
+	events := <-sent
 	if resp.StatusCode != 200 || strings.Count(body, "data: ") != events {
-		t.Fatalf("status %d body %q", resp.StatusCode, body)
+		t.Fatalf("status %d, %d events of %d, body %q", resp.StatusCode, strings.Count(body, "data: "), events, body)
 	}
-	if took := time.Since(started); took < 200*time.Millisecond {
-		t.Logf("the stream took %s (events came faster than the timeout: still a valid run)", took)
+	if took := time.Since(started); took < timeout {
+		t.Fatalf("the stream took %s, less than the %s timeout it must outlast", took, timeout)
 	}
 	if rec := feed.next(t); rec.errorCode != "" {
 		t.Errorf("a flowing stream recorded %q", rec.errorCode)
