@@ -272,20 +272,21 @@ func TestStreamAbnormalEnds(t *testing.T) {
 }
 
 // A slow stream that keeps sending within the window is never cut: each
-// event restarts the progress timer.
+// event restarts the progress timer (25 x 50ms > 1s; the gap is 20 times
+// shorter than the window, which no load here stretches to it).
 func TestStreamSlowButSteady(t *testing.T) {
 	up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
-		for i := 0; i < 6; i++ {
+		for i := 0; i < 25; i++ {
 			_, _ = io.WriteString(w, "data: {\"n\":1}\n\n")
 			w.(http.Flusher).Flush()
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond)
 		}
 		_, _ = io.WriteString(w, "data: [DONE]\n\n")
 	})
-	srv, _ := newTestGateway(t, streamConfig(up.URL, "400ms"), nil)
+	srv, _ := newTestGateway(t, streamConfig(up.URL, "1s"), nil)
 	resp, body := send(t, srv.URL, testRequest{path: "/v1/chat/completions", body: `{"model":"m1","stream":true}`, headers: bearer(testAliceKey)})
-	if resp.StatusCode != 200 || strings.Contains(body, `"error"`) || strings.Count(body, "\n\n") != 7 {
+	if resp.StatusCode != 200 || strings.Contains(body, `"error"`) || strings.Count(body, "\n\n") != 26 {
 		t.Fatalf("status %d body %q", resp.StatusCode, body)
 	}
 }

@@ -81,24 +81,25 @@ func TestTimeoutStalls(t *testing.T) {
 	}
 }
 
-// An upstream that is slow overall (6 x 100ms > 400ms) but never silent
-// for a whole window succeeds: the timeout measures progress, not total
-// duration.
+// An upstream that is slow overall (25 x 50ms > 1s) but never silent
+// for a whole window (a gap 20 times shorter than it, which no load here
+// stretches to the window) succeeds: the timeout measures progress, not
+// total duration.
 func TestTimeoutSlowButSteadyJSON(t *testing.T) {
 	up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"parts":[0`)
 		w.(http.Flusher).Flush()
-		for i := 0; i < 6; i++ {
-			time.Sleep(100 * time.Millisecond)
+		for i := 0; i < 25; i++ {
+			time.Sleep(50 * time.Millisecond)
 			_, _ = io.WriteString(w, `,1`)
 			w.(http.Flusher).Flush()
 		}
 		_, _ = io.WriteString(w, `]}`)
 	})
-	srv, _ := newTestGateway(t, timeoutConfig(up.URL, "400ms", ""), nil)
+	srv, _ := newTestGateway(t, timeoutConfig(up.URL, "1s", ""), nil)
 	resp, body := send(t, srv.URL, testRequest{path: "/v1/chat/completions", body: `{"model":"m1"}`, headers: bearer(testAliceKey)})
-	if resp.StatusCode != 200 || body != `{"parts":[0,1,1,1,1,1,1]}` {
+	if resp.StatusCode != 200 || body != `{"parts":[0`+strings.Repeat(",1", 25)+`]}` {
 		t.Fatalf("status %d body %s", resp.StatusCode, body)
 	}
 }
