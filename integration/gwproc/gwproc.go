@@ -91,6 +91,12 @@ type Config struct {
 // StartGateway writes configJSON to dir/config.json and starts the gateway
 // binary on a free loopback port, returning once /readyz answers 200.
 func StartGateway(binary, dir string, configJSON []byte) (*Process, error) {
+	return StartGatewayEnv(binary, dir, configJSON)
+}
+
+// StartGatewayEnv is StartGateway with env added to the process's
+// environment (DebugListenEnv for a BuildWithDebug binary, say).
+func StartGatewayEnv(binary, dir string, configJSON []byte, env ...string) (*Process, error) {
 	path := filepath.Join(dir, "config.json")
 	if err := os.WriteFile(path, configJSON, 0o600); err != nil {
 		return nil, err
@@ -99,7 +105,7 @@ func StartGateway(binary, dir string, configJSON []byte) (*Process, error) {
 		Binary: binary,
 		Args:   []string{"-config", path, "-listen", "{addr}"},
 		// Stop promptly: the drain delay only matters behind a load balancer.
-		Env: []string{"LLMGW_DRAIN_DELAY=0s", "LLMGW_SHUTDOWN_TIMEOUT=2s"},
+		Env: append([]string{"LLMGW_DRAIN_DELAY=0s", "LLMGW_SHUTDOWN_TIMEOUT=2s"}, env...),
 	})
 }
 

@@ -78,3 +78,30 @@ func TestKillEndsAProcessThatIgnoresSIGTERM(t *testing.T) {
 		t.Fatalf("Stop after Kill: %v", err)
 	}
 }
+
+// CPUTime counts the CPU the process burns: a busy loop moves it by two
+// clock ticks long before a 10 s wall-clock bound.
+func TestCPUTimeOfSelfGrows(t *testing.T) {
+	before, err := CPUTime(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	x := 0
+	for {
+		for i := 0; i < 1e6; i++ {
+			x += i
+		}
+		after, err := CPUTime(os.Getpid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after-before >= 20*time.Millisecond {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("CPU time moved %v in 10 s of a busy loop", after-before)
+		}
+	}
+	_ = x
+}
