@@ -1,8 +1,10 @@
 package translate
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
+	"unicode/utf8"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 	"github.com/llmgateway/llmgateway/gateway/internal/sse"
@@ -65,6 +67,23 @@ func (s *anthropicStream) Event(ev sse.Event, out []Payload) ([]Payload, *apierr
 	case "message_stop":
 		return s.stop(out), nil
 	default: // ping, content_block_stop and unknown events
+		return out, nil
+	}
+	// The text deltas and the text block's start, nearly every event of
+	// a stream, in the exact shape Anthropic sends them, are read without
+	// a decode: what a decode and quoteWith would make of them (or
+	// nothing, for the block's start).
+	if kind == "content_block_delta" {
+		if quoted, ok := plainTextDelta(ev.Data); ok {
+			if len(quoted) == 2 {
+				return out, nil // an empty text
+			}
+			if !s.started {
+				out = s.start(out)
+			}
+			return append(out, quotedTextPayload(&s.text, s.tc, s.id, quoted)), nil
+		}
+	} else if kind == "content_block_start" && plainTextBlockStart(ev.Data) {
 		return out, nil
 	}
 	var data anthropicWireEvent
@@ -191,4 +210,79 @@ func (s *anthropicStream) Finish(out []Payload) ([]Payload, *apierr.Error) {
 // Usage is the usage folded from message_start and message_delta.
 func (s *anthropicStream) Usage() Usage {
 	return anthropicUsageTotals(s.raw)
+}
+
+// The exact bytes of a text delta and of a text block's start as
+// Anthropic sends them, around the block index and the text.
+var (
+	textDeltaHead      = []byte(`{"type":"content_block_delta","index":`)
+	textDeltaMid       = []byte(`,"delta":{"type":"text_delta","text":"`)
+	textDeltaTail      = []byte(`"}}`)
+	textBlockStartHead = []byte(`{"type":"content_block_start","index":`)
+	textBlockStartTail = []byte(`,"content_block":{"type":"text","text":""}}`)
+	// jsonControl are the bytes a JSON string may not hold unescaped;
+	// encoding/json escapes the line and paragraph separators too.
+	jsonControl        = "\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f"
+	lineSeparator      = []byte("\u2028")
+	paragraphSeparator = []byte("\u2029")
+)
+
+// plainTextDelta is the text of a content_block_delta event's data, as
+// the JSON string (quotes included) quoteWith would encode it, when the
+// data is exactly a text delta — {"type":"content_block_delta",
+// "index":N,"delta":{"type":"text_delta","text":"…"}} — and its text
+// needs no escape in either direction (no backslash, control byte,
+// invalid UTF-8 or line/paragraph separator): then the decoded text is
+// its bytes and encoding it gives them back. Anything else is false,
+// for the decode to read.
+func plainTextDelta(data []byte) ([]byte, bool) {
+	if !bytes.HasPrefix(data, textDeltaHead) || !bytes.HasSuffix(data, textDeltaTail) {
+		return nil, false
+	}
+	n := plainIndexLen(data[len(textDeltaHead):])
+	if n == 0 || !bytes.HasPrefix(data[len(textDeltaHead)+n:], textDeltaMid) {
+		return nil, false
+	}
+	start := len(textDeltaHead) + n + len(textDeltaMid) - 1 // the opening quote
+	end := len(data) - len(textDeltaTail) + 1               // past the closing quote
+	if end-start < 2 {
+		return nil, false
+	}
+	quoted := data[start:end:end]
+	text := quoted[1 : len(quoted)-1]
+	if bytes.IndexByte(text, '"') >= 0 || bytes.IndexByte(text, '\\') >= 0 || bytes.IndexAny(text, jsonControl) >= 0 ||
+		!utf8.Valid(text) || bytes.Contains(text, lineSeparator) || bytes.Contains(text, paragraphSeparator) {
+		return nil, false
+	}
+	return quoted, true
+}
+
+// plainTextBlockStart says a content_block_start event's data is exactly
+// the start of a text block, {"type":"content_block_start","index":N,
+// "content_block":{"type":"text","text":""}}, which adds nothing to the
+// stream.
+func plainTextBlockStart(data []byte) bool {
+	if !bytes.HasPrefix(data, textBlockStartHead) || !bytes.HasSuffix(data, textBlockStartTail) {
+		return false
+	}
+	rest := data[len(textBlockStartHead) : len(data)-len(textBlockStartTail)]
+	n := plainIndexLen(rest)
+	return n > 0 && n == len(rest)
+}
+
+// plainIndexLen is the length of the block index at the start of p: a
+// JSON integer written as digits without a leading zero, at most 9 of
+// them (an int holds it); 0 when p starts otherwise.
+func plainIndexLen(p []byte) int {
+	n := 0
+	for n < len(p) && p[n] >= '0' && p[n] <= '9' {
+		n++
+		if n > 9 {
+			return 0
+		}
+	}
+	if n > 1 && p[0] == '0' {
+		return 0
+	}
+	return n
 }

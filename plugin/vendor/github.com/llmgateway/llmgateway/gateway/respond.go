@@ -208,7 +208,7 @@ func relayEvents(c *call, x *exchange, o *outbound) *outcome {
 
 // relayTranslated relays an upstream event stream of another wire shape:
 // one upstream event in, its hub payloads out, framed by the client's
-// format and flushed.
+// format; what one upstream read brought is written and flushed at once.
 func relayTranslated(c *call, x *exchange, o *outbound, st translate.StreamTranslator) *outcome {
 	p := o.provider
 	startStream(c, http.StatusOK)
@@ -254,23 +254,28 @@ func relayTranslated(c *call, x *exchange, o *outbound, st translate.StreamTrans
 		events++
 		out.contentBytes += int64(eventTextLen(ev.Data))
 		payloads, e = st.Event(ev, payloads[:0])
-		// Framed and written here, not through framePayloads and sw.write:
-		// under Yaegi each method call costs more than the framing.
+		// Framed here, not through framePayloads: under Yaegi each method
+		// call costs more than the framing. The frames of the events one
+		// upstream read completed are written and flushed together, once
+		// the reader has no more of them (an in-band failure goes at once).
 		if len(payloads) > 0 {
-			buf := sw.buf[:0]
+			buf := sw.buf
 			for i := 0; i < len(payloads); i++ {
 				buf = frame(buf, payloads[i])
 			}
 			sw.buf = buf
+		}
+		if len(sw.buf) > 0 && (e != nil || !rd.Buffered()) {
 			var werr error
 			if ka != nil {
-				werr = keepaliveWrite(ka, buf)
+				werr = keepaliveWrite(ka, sw.buf)
 			} else {
-				_, werr = c.w.Write(buf)
+				_, werr = c.w.Write(sw.buf)
 				if sw.flusher != nil {
 					sw.flusher.Flush()
 				}
 			}
+			sw.buf = sw.buf[:0]
 			if werr != nil {
 				// The client is gone, or stopped taking the stream (writeGuard).
 				out.usage = st.Usage()

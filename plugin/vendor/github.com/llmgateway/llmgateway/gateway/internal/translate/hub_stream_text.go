@@ -32,6 +32,20 @@ type textChunker struct {
 // choice 0 of the stream id. It is a function, not a method: under Yaegi
 // a method call costs several plain ones.
 func textPayload(t *textChunker, tc Context, id string, text string) Payload {
+	textPrefix(t, tc, id)
+	return textChunk(t, quoteWith(t, text))
+}
+
+// quotedTextPayload is textPayload for a text already encoded as a JSON
+// string exactly as quoteWith encodes it (quotes included).
+func quotedTextPayload(t *textChunker, tc Context, id string, quoted []byte) Payload {
+	textPrefix(t, tc, id)
+	return textChunk(t, quoted)
+}
+
+// textPrefix builds the chunk's bytes up to its content string, once per
+// stream id.
+func textPrefix(t *textChunker, tc Context, id string) {
 	if t.enc == nil {
 		t.enc = json.NewEncoder(&t.q)
 		t.enc.SetEscapeHTML(false)
@@ -47,10 +61,13 @@ func textPayload(t *textChunker, tc Context, id string, text string) Payload {
 		t.prefix = p
 		t.id = id
 	}
-	q := quoteWith(t, text)
-	data := make([]byte, 0, len(t.prefix)+len(q)+len(textChunkSuffix))
+}
+
+// textChunk is the chunk for a quoted content string.
+func textChunk(t *textChunker, quoted []byte) Payload {
+	data := make([]byte, 0, len(t.prefix)+len(quoted)+len(textChunkSuffix))
 	data = append(data, t.prefix...)
-	data = append(data, q...)
+	data = append(data, quoted...)
 	data = append(data, textChunkSuffix...)
 	return Payload{Data: data}
 }
