@@ -168,8 +168,10 @@ func releaseRequestBodies(c *call, o *outbound) {
 		return
 	}
 	c.req.raw = nil
+	c.req.fields = nil
 	if c.hubConv != nil && c.hubConv.hub != nil {
 		c.hubConv.hub.raw = nil
+		c.hubConv.hub.fields = nil
 	}
 	o.body = nil
 }

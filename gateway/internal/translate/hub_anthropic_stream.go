@@ -220,9 +220,8 @@ var (
 	textDeltaTail      = []byte(`"}}`)
 	textBlockStartHead = []byte(`{"type":"content_block_start","index":`)
 	textBlockStartTail = []byte(`,"content_block":{"type":"text","text":""}}`)
-	// jsonControl are the bytes a JSON string may not hold unescaped;
-	// encoding/json escapes the line and paragraph separators too.
-	jsonControl        = "\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f"
+	// encoding/json escapes the line and paragraph separators, besides
+	// the bytes a JSON string may not hold (jsonControl).
 	lineSeparator      = []byte("\u2028")
 	paragraphSeparator = []byte("\u2029")
 )
