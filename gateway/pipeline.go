@@ -58,6 +58,9 @@ type call struct {
 	statsDone bool
 	// loop is the request's tool loop (mcp_loop.go); nil: none.
 	loop *toolLoop
+	// head holds a stream's response headers until its first write
+	// (stream_headers.go); nil: not held.
+	head *heldHeaders
 	rec  requestRecord
 }
 

@@ -39,7 +39,7 @@ var usageMark = []byte("sage")
 // to the client. isEnd recognises the terminator; onEvent, when not nil,
 // sees every event with a field before it is written.
 func relaySSE(w http.ResponseWriter, body io.Reader, limit int64, isEnd func(sse.Event) bool, onEvent func(sse.Event)) sseRelayResult {
-	return relayEventStream(w, body, limit, nil, isEnd, onEvent, nil)
+	return relayEventStream(w, body, limit, nil, isEnd, onEvent, nil, nil)
 }
 
 // relayAccount is what a relay of an openai-type stream reads for the
@@ -80,8 +80,9 @@ type relayAccount struct {
 // in the run and written and flushed together, once the run is
 // relayed: one write and one flush per upstream read, as a bare
 // httputil.ReverseProxy makes, never holding an event back for one that
-// has not arrived.
-func relayEventStream(w http.ResponseWriter, body io.Reader, limit int64, endMark []byte, isEnd func(sse.Event) bool, onEvent func(sse.Event), acct *relayAccount) sseRelayResult {
+// has not arrived. head, when not nil, is the stream's held headers
+// (stream_headers.go), released before the first write.
+func relayEventStream(w http.ResponseWriter, body io.Reader, limit int64, endMark []byte, isEnd func(sse.Event) bool, onEvent func(sse.Event), acct *relayAccount, head *heldHeaders) sseRelayResult {
 	var res sseRelayResult
 	flusher, _ := w.(http.Flusher)
 	rd := sse.NewReader(body, limit)
@@ -178,6 +179,7 @@ func relayEventStream(w http.ResponseWriter, body io.Reader, limit int64, endMar
 				// Longer than its place in the run (message_start, once per
 				// stream): what came before goes out first, then the event,
 				// and the rest of the run is compacted from its start.
+				releaseHeaders(head)
 				if werr := writeRelayed(w, run[:kept], raw); werr != nil {
 					return relayWriteFailed(res, rd, werr)
 				}
@@ -194,6 +196,7 @@ func relayEventStream(w http.ResponseWriter, body io.Reader, limit int64, endMar
 			kept += len(raw)
 		}
 		if kept > 0 {
+			releaseHeaders(head)
 			if _, werr := w.Write(run[:kept]); werr != nil {
 				return relayWriteFailed(res, rd, werr)
 			}
