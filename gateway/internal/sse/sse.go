@@ -350,6 +350,14 @@ func (s *Reader) Buffered() bool {
 	return false
 }
 
+// Ended reports whether the body's clean end was read already, with no
+// event and no byte of one left before it: the next Next returns io.EOF
+// (not Partial) without reading. A relay that writes what a read
+// brought can then write the stream's end with it.
+func (s *Reader) Ended() bool {
+	return s.err == io.EOF && s.start == s.end && !s.Buffered()
+}
+
 // BytesRead is how many bytes of the stream the Reader has read.
 func (s *Reader) BytesRead() int64 { return s.read }
 

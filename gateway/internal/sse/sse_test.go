@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 func TestReaderEvents(t *testing.T) {
@@ -344,5 +345,29 @@ func TestReaderBuffered(t *testing.T) {
 		if _, err := s.Next(); err != io.EOF {
 			t.Fatalf("verbatim %v: end %v", verbatim, err)
 		}
+	}
+}
+
+// Ended is true once the last event of a body whose end came with it
+// was handed out; not while events are left, not before the end was
+// read, not when an unfinished event precedes the end.
+func TestReaderEnded(t *testing.T) {
+	s := NewReader(iotest.DataErrReader(strings.NewReader("data: a\n\ndata: b\n\n")), 1<<20)
+	if ev, err := s.Next(); err != nil || string(ev.Data) != "a" || s.Ended() {
+		t.Fatalf("first event %q %v, Ended %v", ev.Data, err, s.Ended())
+	}
+	if ev, err := s.Next(); err != nil || string(ev.Data) != "b" || !s.Ended() {
+		t.Fatalf("last event %q %v, Ended %v", ev.Data, err, s.Ended())
+	}
+	if _, err := s.Next(); err != io.EOF || s.Partial() {
+		t.Fatalf("end %v partial %v", err, s.Partial())
+	}
+	s = NewReader(strings.NewReader("data: a\n\n"), 1<<20) // the end comes with a read of its own
+	if _, err := s.Next(); err != nil || s.Ended() {
+		t.Fatalf("Ended %v before the end was read (%v)", s.Ended(), err)
+	}
+	s = NewReader(iotest.DataErrReader(strings.NewReader("data: a\n\ndata: b")), 1<<20)
+	if _, err := s.Next(); err != nil || s.Ended() {
+		t.Fatalf("Ended %v with an unfinished event left (%v)", s.Ended(), err)
 	}
 }

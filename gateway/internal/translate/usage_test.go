@@ -74,3 +74,52 @@ func FuzzMayHoldUsage(f *testing.F) {
 		}
 	})
 }
+
+// closingUsageCases are usage chunks the shortcut takes and documents it
+// must leave to the whole decode.
+var closingUsageCases = []string{
+	`{"id":"c","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":180,"completion_tokens":6,"total_tokens":186,"prompt_tokens_details":{"cached_tokens":4}}}`,
+	`{"id":"c","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2},"Usage":{"prompt_tokens":9}}`,
+	`{"id":"c","choices":[],"USAGE":{"prompt_tokens":9},"usage":{"prompt_tokens":1,"completion_tokens":2}}`,
+	`{"id":"c","choices":[],"uſage":{"prompt_tokens":9},"usage":{"prompt_tokens":1,"completion_tokens":2}}`,
+	`{"id":"c","choices":[],"\u0075sage":{"prompt_tokens":9},"usage":{"prompt_tokens":1,"completion_tokens":2}}`,
+	`{"a\"usage":{"prompt_tokens":9}}`,
+	`{"x":{"b":1,"usage":{"prompt_tokens":9}}}`,
+	`{"x":[{"usage":{"prompt_tokens":9}}],"usage":{"prompt_tokens":1}}`,
+	`{"message":{"usage":{"input_tokens":3}},"usage":{"prompt_tokens":1}}`,
+	`{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}`,
+	`{"choices":[],"usage":{"prompt_tokens":"1"}}`,
+	`{"choices":[] "usage":{"prompt_tokens":1}}`,
+}
+
+// The shortcut of usageFromJSON reads what the whole decode reads.
+func TestClosingUsageMatchesEnvelope(t *testing.T) {
+	taken := 0
+	for _, c := range closingUsageCases {
+		checkClosingUsage(t, []byte(c))
+		if _, ok := closingUsageObject([]byte(c)); ok {
+			taken++
+		}
+	}
+	if taken != 2 { // the first, and the one whose object has a type error (the same miss either way)
+		t.Fatalf("the shortcut took %d cases, want 2", taken)
+	}
+}
+
+func FuzzClosingUsage(f *testing.F) {
+	for _, c := range closingUsageCases {
+		f.Add([]byte(c))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) { checkClosingUsage(t, data) })
+}
+
+func checkClosingUsage(t *testing.T, data []byte) {
+	t.Helper()
+	start := Usage{PromptTokens: 77, CompletionTokens: 5}
+	got, want := start, start
+	usageFromJSON(data, &got)
+	usageFromEnvelope(data, &want)
+	if got != want {
+		t.Fatalf("%q: read %+v, the whole decode %+v", data, got, want)
+	}
+}

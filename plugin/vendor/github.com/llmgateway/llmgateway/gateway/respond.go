@@ -251,7 +251,7 @@ func relayTranslated(c *call, x *exchange, o *outbound, st translate.StreamTrans
 			}
 			if err == io.EOF && !rd.Partial() {
 				payloads, e = st.Finish(payloads[:0])
-				sw.buf = c.format.framePayloads(sw.buf[:0], payloads)
+				sw.buf = c.format.framePayloads(sw.buf, payloads)
 				inBand = e != nil
 				if e = attributed(p, e); e == nil {
 					sw.buf = append(sw.buf, c.format.streamEnd...)
@@ -273,7 +273,9 @@ func relayTranslated(c *call, x *exchange, o *outbound, st translate.StreamTrans
 		// Framed here, not through framePayloads: under Yaegi each method
 		// call costs more than the framing. The frames of the events one
 		// upstream read completed are written and flushed together, once
-		// the reader has no more of them (an in-band failure goes at once).
+		// the reader has no more of them (an in-band failure goes at once);
+		// when that read also brought the body's end, they go with the
+		// stream's end, written at once by the end's branch above.
 		if len(payloads) > 0 {
 			buf := sw.buf
 			for i := 0; i < len(payloads); i++ {
@@ -281,7 +283,7 @@ func relayTranslated(c *call, x *exchange, o *outbound, st translate.StreamTrans
 			}
 			sw.buf = buf
 		}
-		if len(sw.buf) > 0 && (e != nil || !rd.Buffered()) {
+		if len(sw.buf) > 0 && (e != nil || !rd.Buffered() && !rd.Ended()) {
 			releaseHeaders(c.head)
 			var werr error
 			if ka != nil {

@@ -145,8 +145,7 @@ func (s *anthropicStream) start(out []Payload) []Payload {
 		return out
 	}
 	s.started = true
-	empty := ""
-	return append(out, s.chunk(hubDelta{Role: "assistant", Content: &empty}, nil))
+	return append(out, rolePayload(&s.text, s.tc, s.id))
 }
 
 // blockDelta translates a content_block_delta: text and the arguments
@@ -177,7 +176,7 @@ func (s *anthropicStream) blockDelta(out []Payload, data *anthropicWireEvent) ([
 // finishChunk appends the chunk carrying finish_reason reason.
 func (s *anthropicStream) finishChunk(out []Payload, reason string) []Payload {
 	s.finishSent = true
-	return append(s.start(out), s.chunk(hubDelta{}, &reason))
+	return append(s.start(out), finishPayload(&s.text, s.tc, s.id, reason))
 }
 
 // stop ends the stream: the finish chunk if message_delta never sent
