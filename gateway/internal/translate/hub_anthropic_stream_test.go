@@ -356,8 +356,8 @@ func TestAnthropicStreamErrorEvent(t *testing.T) {
 	}
 }
 
-// plainEventCases are text deltas and block starts the fast paths take,
-// and near misses they must leave to the decode.
+// plainEventCases are text deltas the fast path takes, and near misses
+// (block starts among them) it must leave to the decode.
 var plainEventCases = []string{
 	`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello"}}`,
 	`{"type":"content_block_delta","index":12,"delta":{"type":"text_delta","text":""}}`,
@@ -379,9 +379,9 @@ var plainEventCases = []string{
 	`{"type":"content_block_start","index":,"content_block":{"type":"text","text":""}}`,
 }
 
-// checkPlainEvent: whatever the fast paths take, the decode reads the
+// checkPlainEvent: whatever the fast path takes, the decode reads the
 // same way — a text delta whose text quoteWith encodes to exactly the
-// bytes taken, a block start that is a text block's.
+// bytes taken.
 func checkPlainEvent(t *testing.T, data []byte) {
 	t.Helper()
 	var tk textChunker
@@ -395,12 +395,6 @@ func checkPlainEvent(t *testing.T, data []byte) {
 			t.Fatalf("%q: took %s, the decode and quoteWith give %s", data, quoted, want)
 		}
 	}
-	if plainTextBlockStart(data) {
-		var ev anthropicWireEvent
-		if err := json.Unmarshal(data, &ev); err != nil || ev.Type != "content_block_start" || ev.ContentBlock == nil || ev.ContentBlock.Type != "text" {
-			t.Fatalf("%q: taken as a text block start, decodes as %+v (%v)", data, ev, err)
-		}
-	}
 }
 
 func TestAnthropicStreamPlainEvents(t *testing.T) {
@@ -408,11 +402,11 @@ func TestAnthropicStreamPlainEvents(t *testing.T) {
 	for _, c := range plainEventCases {
 		checkPlainEvent(t, []byte(c))
 		_, delta := plainTextDelta([]byte(c))
-		taken[delta || plainTextBlockStart([]byte(c))]++
+		taken[delta]++
 	}
-	// The first three deltas and the first block start are taken; the rest are not.
-	if taken[true] != 4 {
-		t.Fatalf("the fast paths took %d of the cases, want 4", taken[true])
+	// The first three deltas are taken; the rest are not.
+	if taken[true] != 3 {
+		t.Fatalf("the fast path took %d of the cases, want 3", taken[true])
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"regexp"
 	"unicode/utf8"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
@@ -69,10 +70,9 @@ func (s *anthropicStream) Event(ev sse.Event, out []Payload) ([]Payload, *apierr
 	default: // ping, content_block_stop and unknown events
 		return out, nil
 	}
-	// The text deltas and the text block's start, nearly every event of
-	// a stream, in the exact shape Anthropic sends them, are read without
-	// a decode: what a decode and quoteWith would make of them (or
-	// nothing, for the block's start).
+	// The text deltas, nearly every event of a stream, in the exact
+	// shape Anthropic sends them, are read without a decode: what a
+	// decode and quoteWith would make of them.
 	if kind == "content_block_delta" {
 		if quoted, ok := plainTextDelta(ev.Data); ok {
 			if len(quoted) == 2 {
@@ -83,8 +83,6 @@ func (s *anthropicStream) Event(ev sse.Event, out []Payload) ([]Payload, *apierr
 			}
 			return append(out, quotedTextPayload(&s.text, s.tc, s.id, quoted)), nil
 		}
-	} else if kind == "content_block_start" && plainTextBlockStart(ev.Data) {
-		return out, nil
 	}
 	var data anthropicWireEvent
 	if err := json.Unmarshal(ev.Data, &data); err != nil {
@@ -211,16 +209,13 @@ func (s *anthropicStream) Usage() Usage {
 	return anthropicUsageTotals(s.raw)
 }
 
-// The exact bytes of a text delta and of a text block's start as
-// Anthropic sends them, around the block index and the text.
+// The exact bytes of a text delta as Anthropic sends it, before and
+// after the block index.
 var (
-	textDeltaHead      = []byte(`{"type":"content_block_delta","index":`)
-	textDeltaMid       = []byte(`,"delta":{"type":"text_delta","text":"`)
-	textDeltaTail      = []byte(`"}}`)
-	textBlockStartHead = []byte(`{"type":"content_block_start","index":`)
-	textBlockStartTail = []byte(`,"content_block":{"type":"text","text":""}}`)
+	textDeltaHead = []byte(`{"type":"content_block_delta","index":`)
+	textDeltaMid  = []byte(`,"delta":{"type":"text_delta","text":"`)
 	// encoding/json escapes the line and paragraph separators, besides
-	// the bytes a JSON string may not hold (jsonControl).
+	// the bytes a JSON string may not hold (jsonSpecial).
 	lineSeparator      = []byte("\u2028")
 	paragraphSeparator = []byte("\u2029")
 )
@@ -229,58 +224,27 @@ var (
 // the JSON string (quotes included) quoteWith would encode it, when the
 // data is exactly a text delta — {"type":"content_block_delta",
 // "index":N,"delta":{"type":"text_delta","text":"…"}} — and its text
-// needs no escape in either direction (no backslash, control byte,
-// invalid UTF-8 or line/paragraph separator): then the decoded text is
-// its bytes and encoding it gives them back. Anything else is false,
-// for the decode to read.
+// needs no escape in either direction (no quote, backslash, control
+// byte, invalid UTF-8 or line/paragraph separator): then the decoded
+// text is its bytes and encoding it gives them back. Anything else is
+// false, for the decode to read. One compiled regular expression checks
+// the shape and the text's bytes: under Yaegi each statement of ours
+// costs about as much as a call into the standard library.
 func plainTextDelta(data []byte) ([]byte, bool) {
-	if !bytes.HasPrefix(data, textDeltaHead) || !bytes.HasSuffix(data, textDeltaTail) {
+	if !plainTextDeltaShape.Match(data) || !utf8.Valid(data) {
 		return nil, false
 	}
-	n := plainIndexLen(data[len(textDeltaHead):])
-	if n == 0 || !bytes.HasPrefix(data[len(textDeltaHead)+n:], textDeltaMid) {
-		return nil, false
-	}
-	start := len(textDeltaHead) + n + len(textDeltaMid) - 1 // the opening quote
-	end := len(data) - len(textDeltaTail) + 1               // past the closing quote
-	if end-start < 2 {
-		return nil, false
-	}
-	quoted := data[start:end:end]
-	text := quoted[1 : len(quoted)-1]
-	if bytes.IndexByte(text, '"') >= 0 || bytes.IndexByte(text, '\\') >= 0 || bytes.IndexAny(text, jsonControl) >= 0 ||
-		!utf8.Valid(text) || bytes.Contains(text, lineSeparator) || bytes.Contains(text, paragraphSeparator) {
+	start := len(textDeltaHead) + bytes.IndexByte(data[len(textDeltaHead):], ',') + len(textDeltaMid) - 1
+	quoted := data[start : len(data)-2 : len(data)-2]
+	// Both separators start with 0xE2, as do other common characters
+	// (dashes, curly quotes): only a text with one looks further.
+	if bytes.IndexByte(quoted, 0xE2) >= 0 && (bytes.Contains(quoted, lineSeparator) || bytes.Contains(quoted, paragraphSeparator)) {
 		return nil, false
 	}
 	return quoted, true
 }
 
-// plainTextBlockStart says a content_block_start event's data is exactly
-// the start of a text block, {"type":"content_block_start","index":N,
-// "content_block":{"type":"text","text":""}}, which adds nothing to the
-// stream.
-func plainTextBlockStart(data []byte) bool {
-	if !bytes.HasPrefix(data, textBlockStartHead) || !bytes.HasSuffix(data, textBlockStartTail) {
-		return false
-	}
-	rest := data[len(textBlockStartHead) : len(data)-len(textBlockStartTail)]
-	n := plainIndexLen(rest)
-	return n > 0 && n == len(rest)
-}
-
-// plainIndexLen is the length of the block index at the start of p: a
-// JSON integer written as digits without a leading zero, at most 9 of
-// them (an int holds it); 0 when p starts otherwise.
-func plainIndexLen(p []byte) int {
-	n := 0
-	for n < len(p) && p[n] >= '0' && p[n] <= '9' {
-		n++
-		if n > 9 {
-			return 0
-		}
-	}
-	if n > 1 && p[0] == '0' {
-		return 0
-	}
-	return n
-}
+// plainTextDeltaShape is a text delta's exact bytes (textDeltaHead, a
+// block index an int holds, textDeltaMid, a text of no quote, backslash
+// or control byte, textDeltaTail).
+var plainTextDeltaShape = regexp.MustCompile(`^\{"type":"content_block_delta","index":(?:0|[1-9][0-9]{0,8}),"delta":\{"type":"text_delta","text":"[^"\\\x00-\x1f]*"\}\}$`)

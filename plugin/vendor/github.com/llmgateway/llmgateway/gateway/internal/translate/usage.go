@@ -53,18 +53,6 @@ func UsageFromJSON(data []byte, u *Usage) {
 
 // usageFromJSON is UsageFromJSON without the gate.
 func usageFromJSON(data []byte, u *Usage) {
-	if obj, ok := closingUsageObject(data); ok {
-		var wu wireUsage
-		if json.Unmarshal(obj, &wu) == nil {
-			applyWireUsage(&wu, u)
-		}
-		return
-	}
-	usageFromEnvelope(data, u)
-}
-
-// usageFromEnvelope is usageFromJSON by a decode of the whole document.
-func usageFromEnvelope(data []byte, u *Usage) {
 	var env usageEnvelope
 	if json.Unmarshal(data, &env) != nil {
 		return
@@ -82,11 +70,6 @@ func usageFromEnvelope(data []byte, u *Usage) {
 	if wu == nil {
 		return
 	}
-	applyWireUsage(wu, u)
-}
-
-// applyWireUsage merges a decoded usage object into u.
-func applyWireUsage(wu *wireUsage, u *Usage) {
 	switch {
 	case wu.PromptTokens != nil:
 		u.PromptTokens = *wu.PromptTokens
@@ -112,35 +95,6 @@ func applyWireUsage(wu *wireUsage, u *Usage) {
 		u.Reported = true
 	}
 }
-
-// closingUsageObject is the usage object of a document that is a JSON
-// object whose last member is ,"usage":{…} — an OpenAI stream's usage
-// chunk — when nothing else in it could be read as usage: no other key
-// holds "sage" in any case (usageMetadata, message, response, a second
-// usage), and no escape or long s could spell one. Decoding it alone
-// reads what decoding the whole document into usageEnvelope would.
-func closingUsageObject(data []byte) ([]byte, bool) {
-	n := len(data)
-	k := bytes.Index(data, usageKeyOpen)
-	if k < 1 || data[n-1] != '}' || data[k-1] != ',' || k+len(usageKeyOpen) >= n {
-		return nil, false
-	}
-	if bytes.Contains(data, unicodeEscape) || bytes.Contains(data, longS) ||
-		bytes.Count(bytes.ToLower(data), usageKeyTail) != 1 || !json.Valid(data) {
-		return nil, false
-	}
-	obj := data[k+len(usageKeyOpen)-1 : n-1]
-	if !json.Valid(obj) {
-		return nil, false
-	}
-	return obj, true
-}
-
-var (
-	usageKeyOpen  = []byte(`"usage":{`)
-	unicodeEscape = []byte(`\u`)
-	longS         = []byte("\u017f") // ſ, which encoding/json matches to 's' in a key
-)
 
 // usageKeyTail ends every key a usage object can sit under: "usage",
 // "usageMetadata" (and their case variants the decoder matches).
