@@ -280,7 +280,13 @@ func attempt(g *Gateway, r *http.Request, o *outbound, first time.Duration, t *r
 	p := o.provider
 	started := time.Now()
 	ctx, wd := startWatchdogFirst(r.Context(), first, p.timeout)
-	req, err := outboundRequest(ctx, o)
+	var req *http.Request
+	var err error
+	if len(o.body) > 0 && o.stream {
+		req, err = heldBodyRequest(ctx, o)
+	} else {
+		req, err = http.NewRequestWithContext(ctx, o.method, o.url, bytes.NewReader(o.body))
+	}
 	if err != nil {
 		wd.stop()
 		return nil, errBuildRequest(p, err)
@@ -328,22 +334,19 @@ func attempt(g *Gateway, r *http.Request, o *outbound, first time.Duration, t *r
 	return x, nil
 }
 
-// outboundRequest is the request of one attempt. Its body is a
-// *bytes.Reader, which the transport writes with the headers in one
-// piece (a reader of a type it does not know has the headers flushed
-// on their own first: one more write to the upstream, and one more read
-// there). A streaming request's reader lets go of its bytes once they
-// are written: the transport holds the request until the answer ends,
+// heldBodyRequest is the request of a streaming attempt with a body.
+// Every attempt's body is a *bytes.Reader, which the transport writes
+// with the headers in one piece (a reader of a type it does not know has
+// the headers flushed on their own first: one more write to the
+// upstream, and one more read there). A streaming request's reader lets
+// go of its bytes once they are written: the transport holds the request until the answer ends,
 // which for a stream can be many minutes (releaseRequestBodies drops the
 // gateway's own references). The request's client trace resets the
 // reader in WroteRequest, which the transport calls on the goroutine
 // that read the body, after its last byte; GetBody makes a fresh reader
 // for the transport's own retry of a request that a reused connection
 // lost before it was written.
-func outboundRequest(ctx context.Context, o *outbound) (*http.Request, error) {
-	if len(o.body) == 0 || !o.stream {
-		return http.NewRequestWithContext(ctx, o.method, o.url, bytes.NewReader(o.body))
-	}
+func heldBodyRequest(ctx context.Context, o *outbound) (*http.Request, error) {
 	rd := bytes.NewReader(o.body)
 	trace := &httptrace.ClientTrace{}
 	trace.WroteRequest = func(_ httptrace.WroteRequestInfo) { rd.Reset(nil) }

@@ -107,8 +107,11 @@ func relayEventStream(w http.ResponseWriter, body io.Reader, limit int64, endMar
 		mayUsage := count && bytes.Contains(run, usageMark)
 		mayNull := mayUsage && acct.strip && bytes.Contains(run, usageNull)
 		mayStart := count && acct.startModel != nil && bytes.Contains(run, messageStartMark)
-		// run[:kept] is what the client gets of the events before pos;
-		// wrote: some of the run went out already (writeRelayed).
+		// compact: an event of the run may be dropped, cut or replaced,
+		// so run[:kept] is what the client gets of the events before pos
+		// (otherwise that is the whole run); wrote: some of the run went
+		// out already (writeRelayed).
+		compact := mayNull || mayStart || mayUsage && acct.strip
 		kept, pos := 0, 0
 		wrote := false
 		for pos < len(run) {
@@ -175,11 +178,15 @@ func relayEventStream(w http.ResponseWriter, body io.Reader, limit int64, endMar
 					}
 				}
 			}
+			if !compact {
+				continue
+			}
 			if replaced {
 				// Longer than its place in the run (message_start, once per
 				// stream): what came before goes out first, then the event,
 				// and the rest of the run is compacted from its start.
 				releaseHeaders(head)
+				head = nil
 				if werr := writeRelayed(w, run[:kept], raw); werr != nil {
 					return relayWriteFailed(res, rd, werr)
 				}
@@ -195,8 +202,14 @@ func relayEventStream(w http.ResponseWriter, body io.Reader, limit int64, endMar
 			}
 			kept += len(raw)
 		}
+		if !compact {
+			kept = len(run)
+		}
 		if kept > 0 {
-			releaseHeaders(head)
+			if head != nil {
+				releaseHeaders(head)
+				head = nil
+			}
 			if _, werr := w.Write(run[:kept]); werr != nil {
 				return relayWriteFailed(res, rd, werr)
 			}
