@@ -80,7 +80,7 @@ func main() {
 	rounds := flag.Int("rounds", 3, "interleaved rounds of every cell (medians are reported)")
 	baseline := flag.String("baseline", "", "a second gateway binary (say, built from a base commit) measured interleaved with -gateway")
 	straceConc := flag.Int("strace-conc", 0, "when > 0: one untimed streamed run per target at this concurrency under strace -c -f (syscalls per request)")
-	timeout := flag.Duration("timeout", 150*time.Second, "hard bound on the whole benchmark")
+	timeout := flag.Duration("timeout", 30*time.Minute, "hard bound on the whole benchmark")
 	traefikBin := flag.String("traefik", "", "Traefik binary: benchmark the plugin in a real Traefik, side by side with Traefik alone (the -concurrency levels are then fixed)")
 	pluginDir := flag.String("plugin-dir", ".", "folder laid out like the repository root (.traefik.yml, plugin/ with vendor/) for -traefik")
 	anthropic := flag.Bool("anthropic", false, "with -traefik: also an Anthropic-translated plugin target (the mock speaks Anthropic)")
