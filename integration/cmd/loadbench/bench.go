@@ -49,9 +49,13 @@ type benchConfig struct {
 
 // The default mode's target names besides tDirect, tBare and tGateway.
 const (
-	tGatewayTr  = "gateway (translated)"
-	tBaseline   = "baseline"
-	tBaselineTr = "baseline (translated)"
+	tGatewayTr = "gateway (translated)"
+	// tBareAnthropic is the bare proxy relaying the mock's Anthropic
+	// stream of the same reply: what the translated targets' upstream
+	// side costs without a gateway.
+	tBareAnthropic = "bare (anthropic)"
+	tBaseline      = "baseline"
+	tBaselineTr    = "baseline (translated)"
 )
 
 // anthropicModel is what the gateway's anthropic-type provider serves: a
@@ -132,6 +136,7 @@ func runBench(ctx context.Context, cfg benchConfig) (string, int, error) {
 	targets := []target{
 		{name: tDirect, url: mock.URL},
 		{name: tBare, url: proxy.URL, pid: proxy.PID()},
+		{name: tBareAnthropic, url: proxy.URL, pid: proxy.PID(), streamOnly: true, anthropic: true},
 		{name: tGateway, url: gw.URL, pid: gw.PID(), debugAddr: debugAddr},
 		{name: tGatewayTr, url: gw.URL, pid: gw.PID(), model: anthropicModel, streamOnly: true, debugAddr: debugAddr},
 	}

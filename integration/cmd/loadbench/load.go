@@ -22,6 +22,10 @@ type target struct {
 	model string
 	// streamOnly: the target runs the streaming scenario only.
 	streamOnly bool
+	// anthropic: the target is asked the scenario as an Anthropic
+	// Messages request (the bare proxy relaying the mock's Anthropic
+	// stream: the floor of a translated stream's upstream side).
+	anthropic bool
 	// debugAddr is the process's pprof listener ("" : none).
 	debugAddr string
 }
@@ -60,6 +64,9 @@ type scenario struct {
 	stream bool
 	// wantSuffix must end every successful response body.
 	wantSuffix []byte
+	// path is the request path; anthropic sends the Messages headers.
+	path      string
+	anthropic bool
 }
 
 // chatBody is a ~1 KB chat request for model.
@@ -74,11 +81,23 @@ func chatBody(stream bool, model string) []byte {
 }
 
 func nonStreaming() scenario {
-	return scenario{name: "chat", body: chatBody(false, benchModel), wantSuffix: []byte(`}}`)}
+	return scenario{name: "chat", body: chatBody(false, benchModel), wantSuffix: []byte(`}}`), path: "/v1/chat/completions"}
 }
 
 func streaming() scenario {
-	return scenario{name: "chat-stream", body: chatBody(true, benchModel), stream: true, wantSuffix: []byte("data: [DONE]\n\n")}
+	return scenario{name: "chat-stream", body: chatBody(true, benchModel), stream: true, wantSuffix: []byte("data: [DONE]\n\n"), path: "/v1/chat/completions"}
+}
+
+// messagesBody is chatBody as an Anthropic Messages request (what the
+// gateway's translation of it carries).
+func messagesBody(stream bool, model string) []byte {
+	filler := strings.Repeat("lorem ipsum dolor sit amet ", 34)
+	s := `{"model":"` + model + `","max_tokens":4096,"system":"Be terse.",`
+	if stream {
+		s += `"stream":true,`
+	}
+	s += `"messages":[{"role":"user","content":[{"type":"text","text":"` + filler + `"}]}],"temperature":0.2}`
+	return []byte(s)
 }
 
 // load drives tg with conc workers for d (or maxRequests requests).
@@ -86,6 +105,14 @@ func load(ctx context.Context, client *http.Client, tg target, sc scenario, conc
 	res := &runResult{scenario: sc.name, concurrency: conc, target: tg.name}
 	if tg.model != "" {
 		sc.body = chatBody(sc.stream, tg.model)
+	}
+	if tg.anthropic {
+		model := tg.model
+		if model == "" {
+			model = anthropicModel
+		}
+		sc.body, sc.path, sc.anthropic = messagesBody(sc.stream, model), "/v1/messages", true
+		sc.wantSuffix = []byte("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
 	}
 	runCtx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
@@ -149,11 +176,15 @@ func load(ctx context.Context, client *http.Client, tg target, sc scenario, conc
 // returns the total latency and the time to the first body byte. Requests
 // are not bound to the run's context, so a run's end never cuts one short.
 func oneRequest(client *http.Client, base string, sc scenario, buf []byte) (time.Duration, time.Duration, error) {
-	req, err := http.NewRequest(http.MethodPost, base+"/v1/chat/completions", bytes.NewReader(sc.body))
+	req, err := http.NewRequest(http.MethodPost, base+sc.path, bytes.NewReader(sc.body))
 	if err != nil {
 		return 0, 0, err
 	}
 	req.Header.Set("Authorization", "Bearer "+userKey)
+	if sc.anthropic {
+		req.Header.Set("X-Api-Key", upstreamKey)
+		req.Header.Set("Anthropic-Version", "2023-06-01")
+	}
 	req.Header.Set("Content-Type", "application/json")
 	start := time.Now()
 	resp, err := client.Do(req)
