@@ -318,8 +318,10 @@ var lf2 = []byte("\n\n")
 // (JSON escapes included): what relayEventStream counts per event, for
 // the translated relay. 0 when it carries none.
 func eventTextLen(raw []byte) int {
-	if !bytes.Contains(raw, contentKey) && !bytes.Contains(raw, argumentsMark) && !bytes.Contains(raw, reasoningMark) &&
-		!bytes.Contains(raw, textMark) && !bytes.Contains(raw, geminiTextMark) {
+	// The translated upstreams' text marks first: an Anthropic or Gemini
+	// text event passes the gate with one look.
+	if !bytes.Contains(raw, textMark) && !bytes.Contains(raw, geminiTextMark) && !bytes.Contains(raw, contentKey) &&
+		!bytes.Contains(raw, argumentsMark) && !bytes.Contains(raw, reasoningMark) {
 		return 0
 	}
 	return otherTextLen(raw)
