@@ -105,3 +105,22 @@ func TestCPUTimeOfSelfGrows(t *testing.T) {
 	}
 	_ = x
 }
+
+// With LogFile the child writes its output to the file itself, and Logs
+// reads it back.
+func TestLogFileTakesTheOutput(t *testing.T) {
+	dir := t.TempDir()
+	file := dir + "/out.log"
+	p, err := Start(Config{Binary: "/bin/sh", Args: []string{"-c", "echo hello-from-the-child; exit 3"}, LogFile: file})
+	if err == nil {
+		p.Stop()
+		t.Fatal("a process that exited was reported ready")
+	}
+	if !strings.Contains(err.Error(), "hello-from-the-child") {
+		t.Fatalf("the error carries no output of the child: %v", err)
+	}
+	data, _ := os.ReadFile(file)
+	if !strings.Contains(string(data), "hello-from-the-child") {
+		t.Fatalf("log file holds %q", data)
+	}
+}

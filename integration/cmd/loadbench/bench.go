@@ -234,13 +234,16 @@ func runBench(ctx context.Context, cfg benchConfig) (string, int, error) {
 	return render(cfg, targets, results, straced, rss, failed), failed, nil
 }
 
-// startGatewayIn starts a gateway binary with its config in its own
-// folder (the gateway and the baseline each have one).
+// startGatewayIn starts a gateway binary with its config and its log
+// file in its own folder (the gateway and the baseline each have one).
 func startGatewayIn(bin, dir string, configJSON []byte, env ...string) (*gwproc.Process, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	return gwproc.StartGatewayEnv(bin, dir, configJSON, env...)
+	// The gateway logs a line per request; written to a file, its lines
+	// cost the gateway its write as in production, and not this client a
+	// wake-up and a read per request (the bare proxy logs nothing).
+	return gwproc.StartGatewayLogFile(bin, dir, configJSON, filepath.Join(dir, "gateway.log"), env...)
 }
 
 // runCell is one target's warm-up and measured run of a cell; with
