@@ -146,7 +146,14 @@ func openAITranscription(c *call, cand candidate) (*outbound, *apiError) {
 // anthropicChat translates the hub request to the Messages API and the
 // answer back (stream or whole).
 func anthropicChat(c *call, cand candidate) (*outbound, *apiError) {
-	body, stream, e := translate.AnthropicChatRequest(c.req.raw, cand.model)
+	var body []byte
+	var stream bool
+	var e *apiError
+	if c.req.fields != nil {
+		body, stream, e = translate.AnthropicChatRequestFields(c.req.fields, cand.model)
+	} else {
+		body, stream, e = translate.AnthropicChatRequest(c.req.raw, cand.model)
+	}
 	if e != nil {
 		return nil, e
 	}
@@ -156,7 +163,14 @@ func anthropicChat(c *call, cand candidate) (*outbound, *apiError) {
 // geminiChat translates the hub request to :generateContent (or
 // :streamGenerateContent?alt=sse) and the answer back.
 func geminiChat(c *call, cand candidate) (*outbound, *apiError) {
-	body, stream, e := translate.GeminiChatRequest(c.req.raw)
+	var body []byte
+	var stream bool
+	var e *apiError
+	if c.req.fields != nil {
+		body, stream, e = translate.GeminiChatRequestFields(c.req.fields)
+	} else {
+		body, stream, e = translate.GeminiChatRequest(c.req.raw)
+	}
 	if e != nil {
 		return nil, e
 	}

@@ -60,12 +60,38 @@ var benchEventsUsage = func() [][]byte {
 
 var benchStreamUsageBody = bytes.Replace(benchStreamBody, []byte(`"stream":true,`), []byte(`"stream":true,"stream_options":{"include_usage":true},`), 1)
 
+// benchAnthropicEvents is the same reply as an Anthropic Messages stream,
+// as Anthropic sends it (12 events).
+var benchAnthropicEvents = func() [][]byte {
+	ev := func(name, data string) []byte { return []byte("event: " + name + "\ndata: " + data + "\n\n") }
+	out := [][]byte{
+		ev("message_start", `{"type":"message_start","message":{"id":"msg_bench","type":"message","role":"assistant","model":"bench-claude","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":180,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1}}}`),
+		ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`),
+		ev("ping", `{"type": "ping"}`),
+	}
+	for _, t := range []string{"Hello", " from", " the", " bench."} {
+		out = append(out, ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"`+t+`"}}`))
+	}
+	return append(out,
+		ev("content_block_stop", `{"type":"content_block_stop","index":0}`),
+		ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":6}}`),
+		ev("message_stop", `{"type":"message_stop"}`))
+}()
+
+// benchAnthropicStreamBody is benchStreamBody for the model the bench
+// gateway's anthropic-type provider serves.
+var benchAnthropicStreamBody = bytes.Replace(benchStreamBody, []byte(`"model":"bench-model"`), []byte(`"model":"bench-claude"`), 1)
+
 // newBenchUpstream answers chat completions, streamed (flushing after each
 // event) or not, after draining the request body.
 func newBenchUpstream(b *testing.B) *httptest.Server {
 	b.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
+		if r.URL.Path == "/v1/messages" && r.Header.Get("X-Api-Key") == benchProviderKey && bytes.Contains(body, []byte(`"stream":true`)) {
+			writeBenchEvents(w, benchAnthropicEvents)
+			return
+		}
 		if r.URL.Path != "/v1/chat/completions" || r.Header.Get("Authorization") != "Bearer "+benchProviderKey {
 			w.WriteHeader(http.StatusTeapot)
 			return
@@ -75,27 +101,35 @@ func newBenchUpstream(b *testing.B) *httptest.Server {
 			_, _ = io.WriteString(w, benchCompletion)
 			return
 		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		flusher, _ := w.(http.Flusher)
 		events := benchEvents
 		if bytes.Contains(body, []byte(`"include_usage":true`)) {
 			events = benchEventsUsage
 		}
-		for _, e := range events {
-			_, _ = w.Write(e)
-			if flusher != nil {
-				flusher.Flush()
-			}
-		}
+		writeBenchEvents(w, events)
 	}))
 	b.Cleanup(func() { srv.Close() })
 	return srv
 }
 
+// writeBenchEvents answers with an event stream, flushing after each event.
+func writeBenchEvents(w http.ResponseWriter, events [][]byte) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	flusher, _ := w.(http.Flusher)
+	for _, e := range events {
+		_, _ = w.Write(e)
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+}
+
 func newBenchGateway(b *testing.B, upstreamURL string) *Gateway {
 	b.Helper()
 	return newBenchGatewayFrom(b, `{
-  "providers": {"bench": {"type": "openai", "baseUrl": "`+upstreamURL+`", "apiKey": "`+benchProviderKey+`", "models": ["bench-model"]}},
+  "providers": {
+    "bench": {"type": "openai", "baseUrl": "`+upstreamURL+`", "apiKey": "`+benchProviderKey+`", "models": ["bench-model"]},
+    "bench-anthropic": {"type": "anthropic", "baseUrl": "`+upstreamURL+`", "apiKey": "`+benchProviderKey+`", "models": ["bench-claude"]}
+  },
   "groups": {"all": {}},
   "users": {"inline": [{"name": "bench", "group": "all", "apiKey": "`+benchUserKey+`"}]}
 }`)
@@ -172,7 +206,10 @@ func BenchmarkChatNonStreaming(b *testing.B) {
 // BenchmarkChatStreaming measures one streamed chat request (7 SSE
 // events) to an upstream that, like OpenAI, adds usage when asked for it:
 // "gateway" is a client that did not ask (the gateway asks, and takes it
-// out of the client's stream), "gateway-usage" one that did.
+// out of the client's stream), "gateway-usage" one that did;
+// "gateway-translated" is the same client and reply through an
+// anthropic-type provider (the request translated to Messages, the
+// upstream's 12 Anthropic events to 7 chunks).
 func BenchmarkChatStreaming(b *testing.B) {
 	upstream := newBenchUpstream(b)
 	b.Run("gateway", func(b *testing.B) {
@@ -181,6 +218,9 @@ func BenchmarkChatStreaming(b *testing.B) {
 	// The client asked for usage: relayed verbatim, usage chunk included.
 	b.Run("gateway-usage", func(b *testing.B) {
 		runBench(b, benchHandler(newBenchGateway(b, upstream.URL)), benchStreamUsageBody, "data: [DONE]\n\n")
+	})
+	b.Run("gateway-translated", func(b *testing.B) {
+		runBench(b, benchHandler(newBenchGateway(b, upstream.URL)), benchAnthropicStreamBody, "data: [DONE]\n\n")
 	})
 	b.Run("reverseproxy", func(b *testing.B) {
 		runBench(b, newBenchReverseProxy(b, upstream.URL), benchStreamBody, "data: [DONE]\n\n")

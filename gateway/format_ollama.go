@@ -32,7 +32,7 @@ var ollamaFormat = &wireFormat{
 		dst = append(dst, ollamaErrorJSON(e)...)
 		return append(dst, '\n')
 	},
-	isStreamEnd:       func(sse.Event) bool { return false },
+	isStreamEnd:       func(_ sse.Event) bool { return false },
 	readRequest:       readOllamaRequest,
 	streamContentType: "application/x-ndjson",
 }

@@ -58,6 +58,9 @@ type call struct {
 	statsDone bool
 	// loop is the request's tool loop (mcp_loop.go); nil: none.
 	loop *toolLoop
+	// head holds a stream's response headers until its first write
+	// (stream_headers.go); nil: not held.
+	head *heldHeaders
 	rec  requestRecord
 }
 
@@ -91,6 +94,7 @@ func serveMetered(g *Gateway, w http.ResponseWriter, r *http.Request, rt *route,
 		return
 	}
 	x, o, e := callStage(c)
+	dropDecodedFields(c)
 	if e != nil {
 		fail(c, e)
 		return
@@ -105,6 +109,17 @@ func serveMetered(g *Gateway, w http.ResponseWriter, r *http.Request, rt *route,
 		c.rec.upstream += time.Since(relayed)
 	}
 	account(c, out)
+}
+
+// dropDecodedFields lets go of the request's decoded top-level members
+// once the call stage no longer prepares outbound requests from them.
+func dropDecodedFields(c *call) {
+	if c.req != nil {
+		c.req.fields = nil
+	}
+	if c.hubConv != nil && c.hubConv.hub != nil {
+		c.hubConv.hub.fields = nil
+	}
 }
 
 // identify authenticates the caller (401 otherwise).

@@ -39,7 +39,7 @@ var usageMark = []byte("sage")
 // to the client. isEnd recognises the terminator; onEvent, when not nil,
 // sees every event with a field before it is written.
 func relaySSE(w http.ResponseWriter, body io.Reader, limit int64, isEnd func(sse.Event) bool, onEvent func(sse.Event)) sseRelayResult {
-	return relayEventStream(w, body, limit, nil, isEnd, onEvent, nil)
+	return relayEventStream(w, body, limit, nil, isEnd, onEvent, nil, nil)
 }
 
 // relayAccount is what a relay of an openai-type stream reads for the
@@ -76,9 +76,13 @@ type relayAccount struct {
 // event's text is counted into acct.content with one bytes.Index and one
 // bytes.IndexByte, and with acct.strip the usage the gateway asked for is
 // taken out of what the client sees (only runs holding usageNull pay for
-// that). Every event is still written and flushed on its own, as it was
-// read.
-func relayEventStream(w http.ResponseWriter, body io.Reader, limit int64, endMark []byte, isEnd func(sse.Event) bool, onEvent func(sse.Event), acct *relayAccount) sseRelayResult {
+// that). A run's events, as the client gets them, are compacted in place
+// in the run and written and flushed together, once the run is
+// relayed: one write and one flush per upstream read, as a bare
+// httputil.ReverseProxy makes, never holding an event back for one that
+// has not arrived. head, when not nil, is the stream's held headers
+// (stream_headers.go), released before the first write.
+func relayEventStream(w http.ResponseWriter, body io.Reader, limit int64, endMark []byte, isEnd func(sse.Event) bool, onEvent func(sse.Event), acct *relayAccount, head *heldHeaders) sseRelayResult {
 	var res sseRelayResult
 	flusher, _ := w.(http.Flusher)
 	rd := sse.NewReader(body, limit)
@@ -102,15 +106,24 @@ func relayEventStream(w http.ResponseWriter, body io.Reader, limit int64, endMar
 		mayEnd := isEnd != nil && (endMark == nil || bytes.Contains(run, endMark))
 		mayUsage := count && bytes.Contains(run, usageMark)
 		mayNull := mayUsage && acct.strip && bytes.Contains(run, usageNull)
-		for len(run) > 0 {
+		mayStart := count && acct.startModel != nil && bytes.Contains(run, messageStartMark)
+		// compact: an event of the run may be dropped, cut or replaced,
+		// so run[:kept] is what the client gets of the events before pos
+		// (otherwise that is the whole run); wrote: some of the run went
+		// out already (writeRelayed).
+		compact := mayNull || mayStart || mayUsage && acct.strip
+		kept, pos := 0, 0
+		wrote := false
+		for pos < len(run) {
+			rest := run[pos:]
 			n := 0
-			if lfOnly && run[0] != '\n' {
-				n = bytes.Index(run, lf2) + 2
+			if lfOnly && rest[0] != '\n' {
+				n = bytes.Index(rest, lf2) + 2
 			} else {
-				n = sse.EventLen(run)
+				n = sse.EventLen(rest)
 			}
-			raw := run[:n:n]
-			run = run[n:]
+			raw := rest[:n:n]
+			pos += n
 			// An event has a field unless all its lines are comments or it
 			// is a lone blank line; only those start with ':', '\n' or '\r'
 			// (a field line starting with '\r' is possible, and checked).
@@ -118,6 +131,7 @@ func relayEventStream(w http.ResponseWriter, body io.Reader, limit int64, endMar
 			if c := raw[0]; c == ':' || c == '\n' || c == '\r' {
 				field = sse.ParseEvent(raw).HasField
 			}
+			replaced := false
 			if field {
 				res.events++
 				if count {
@@ -139,10 +153,12 @@ func relayEventStream(w http.ResponseWriter, body io.Reader, limit int64, endMar
 					acct.content += int64(q)
 				}
 				if mayNull {
-					raw = dropUsageNull(raw)
+					raw = dropUsageNull(raw) // in place: shorter, same start
 				}
-				if count && acct.startModel != nil && bytes.Contains(raw, messageStartMark) {
-					raw = withStartModel(raw, acct.startModel)
+				if mayStart && acct.startModel != nil && bytes.Contains(raw, messageStartMark) {
+					if moved := withStartModel(raw, acct.startModel); !bytes.Equal(moved, raw) {
+						raw, replaced = moved, true
+					}
 					acct.startModel = nil
 				}
 				if onEvent != nil || mayEnd && (endMark == nil || bytes.Contains(raw, endMark)) ||
@@ -162,17 +178,67 @@ func relayEventStream(w http.ResponseWriter, body io.Reader, limit int64, endMar
 					}
 				}
 			}
-			if _, werr := w.Write(raw); werr != nil {
-				res.bytes = rd.BytesRead()
-				res.err = werr
-				res.clientGone = true
-				return res
+			if !compact {
+				continue
 			}
-			if flusher != nil {
-				flusher.Flush()
+			if replaced {
+				// Longer than its place in the run (message_start, once per
+				// stream): what came before goes out first, then the event,
+				// and the rest of the run is compacted from its start.
+				releaseHeaders(head)
+				head = nil
+				if werr := writeRelayed(w, run[:kept], raw); werr != nil {
+					return relayWriteFailed(res, rd, werr)
+				}
+				run, pos, kept = run[pos:], 0, 0
+				wrote = true
+				continue
+			}
+			// Compact: the event moves down over what was dropped or cut
+			// from the events before it (copy handles the overlap).
+			at := pos - n
+			if kept != at {
+				copy(run[kept:], raw)
+			}
+			kept += len(raw)
+		}
+		if !compact {
+			kept = len(run)
+		}
+		if kept > 0 {
+			if head != nil {
+				releaseHeaders(head)
+				head = nil
+			}
+			if _, werr := w.Write(run[:kept]); werr != nil {
+				return relayWriteFailed(res, rd, werr)
 			}
 		}
+		if flusher != nil && (kept > 0 || wrote) {
+			flusher.Flush()
+		}
 	}
+}
+
+// writeRelayed writes a run's kept events and then one event of its own
+// (unflushed: the run's flush follows).
+func writeRelayed(w http.ResponseWriter, kept, event []byte) error {
+	if len(kept) > 0 {
+		if _, err := w.Write(kept); err != nil {
+			return err
+		}
+	}
+	_, err := w.Write(event)
+	return err
+}
+
+// relayWriteFailed is the result of a relay whose write to the client
+// failed (it left, or stopped taking the stream: writeGuard).
+func relayWriteFailed(res sseRelayResult, rd *sse.Reader, err error) sseRelayResult {
+	res.bytes = rd.BytesRead()
+	res.err = err
+	res.clientGone = true
+	return res
 }
 
 // dropUsageNull removes the top-level ,"usage":null member OpenAI puts
@@ -252,8 +318,10 @@ var lf2 = []byte("\n\n")
 // (JSON escapes included): what relayEventStream counts per event, for
 // the translated relay. 0 when it carries none.
 func eventTextLen(raw []byte) int {
-	if !bytes.Contains(raw, contentKey) && !bytes.Contains(raw, argumentsMark) && !bytes.Contains(raw, reasoningMark) &&
-		!bytes.Contains(raw, textMark) && !bytes.Contains(raw, geminiTextMark) {
+	// The translated upstreams' text marks first: an Anthropic or Gemini
+	// text event passes the gate with one look.
+	if !bytes.Contains(raw, textMark) && !bytes.Contains(raw, geminiTextMark) && !bytes.Contains(raw, contentKey) &&
+		!bytes.Contains(raw, argumentsMark) && !bytes.Contains(raw, reasoningMark) {
 		return 0
 	}
 	return otherTextLen(raw)

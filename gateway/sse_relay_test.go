@@ -2,7 +2,9 @@ package gateway
 
 import (
 	"bytes"
+	"io"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/sse"
@@ -33,7 +35,7 @@ func FuzzRelayGatedMatchesUngated(f *testing.F) {
 			translate.UsageFromJSON(ev.Data, &uAll)
 		})
 		gated := &flushRecorder{ResponseRecorder: httptest.NewRecorder()}
-		resGated := relayEventStream(gated, bytes.NewReader(data), 1<<20, openAIFormat.streamEndMark, openAIFormat.isStreamEnd, nil, gatedAcct)
+		resGated := relayEventStream(gated, bytes.NewReader(data), 1<<20, openAIFormat.streamEndMark, openAIFormat.isStreamEnd, nil, gatedAcct, nil)
 		uGated := gatedAcct.usage
 		if resAll != resGated || uAll != uGated || !bytes.Equal(all.Body.Bytes(), gated.Body.Bytes()) {
 			t.Fatalf("in %q:\n every event: %+v %+v %q\n gated:       %+v %+v %q", data, resAll, uAll, all.Body.Bytes(), resGated, uGated, gated.Body.Bytes())
@@ -47,4 +49,35 @@ func FuzzRelayGatedMatchesUngated(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A relayed Messages stream gets the client's model in its
+// message_start, which is longer than the upstream's: the events before
+// it and after it in the same read keep their bytes and order, and the
+// read is still flushed once.
+func TestRelayStartModelInARun(t *testing.T) {
+	in := ": hello\n\n" +
+		"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"up-1\",\"content\":[]}}\n\n" +
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\n" +
+		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+	want := strings.Replace(in, `"model":"up-1"`, `"model":"a-much-longer-client-model"`, 1)
+	for _, trickled := range []bool{false, true} {
+		var body io.Reader = strings.NewReader(in)
+		if trickled {
+			body = trickle([]byte(in))
+		}
+		w := &flushRecorder{ResponseRecorder: httptest.NewRecorder()}
+		acct := &relayAccount{startModel: []byte(`"a-much-longer-client-model"`)}
+		res := relayEventStream(w, body, 1<<20, anthropicFormat.streamEndMark, anthropicFormat.isStreamEnd, nil, acct, nil)
+		if got := w.Body.String(); got != want || res.err != nil || res.events != 3 || !res.sawEnd || acct.content != 2 {
+			t.Fatalf("trickled %v: client got\n%q\nwant\n%q\n(result %+v, text %d)", trickled, got, want, res, acct.content)
+		}
+		wantFlushes := 1
+		if trickled {
+			wantFlushes = 4
+		}
+		if flushDispatches() && len(w.flushedAt) != wantFlushes {
+			t.Fatalf("trickled %v: flushes at %v, want %d", trickled, w.flushedAt, wantFlushes)
+		}
+	}
 }

@@ -1,14 +1,16 @@
 package gateway
 
 import (
+	"context"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync"
 	"testing"
 )
 
-// A streamed request's outbound body (sentBody) goes out whole, with its
+// A streamed request's outbound body (heldBodyRequest) goes out whole, with its
 // Content-Length, on the first attempt and on a retry, relayed and
 // translated alike; the stream answers normally.
 func TestStreamRequestBodyOutbound(t *testing.T) {
@@ -80,18 +82,40 @@ func TestStreamRequestBodyOutbound(t *testing.T) {
 	}
 }
 
-// sentBody hands out its bytes once, then holds none.
-func TestSentBody(t *testing.T) {
-	s := &sentBody{b: []byte(strings.Repeat("x", 10000))}
-	got, err := io.ReadAll(s)
-	if err != nil || len(got) != 10000 || s.b != nil {
-		t.Fatalf("read %d bytes (%v), still holds %d", len(got), err, len(s.b))
-	}
-	if n, err := s.Read(make([]byte, 8)); n != 0 || err != io.EOF {
-		t.Fatalf("read after the end: %d, %v", n, err)
-	}
-	if err := s.Close(); err != nil {
+// A streaming attempt's request body lets go of its bytes once the
+// transport wrote them (its client trace's WroteRequest), and GetBody
+// still gives the whole body for a retry.
+func TestOutboundRequestReleasesWrittenBody(t *testing.T) {
+	body := []byte(strings.Repeat("x", 10000))
+	o := &outbound{method: http.MethodPost, url: "http://127.0.0.1:1/v1/chat/completions", body: body, stream: true}
+	req, err := heldBodyRequest(context.Background(), o)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if req.ContentLength != int64(len(body)) {
+		t.Fatalf("Content-Length %d", req.ContentLength)
+	}
+	trace := httptrace.ContextClientTrace(req.Context())
+	if trace == nil || trace.WroteRequest == nil {
+		t.Fatal("no client trace releasing the body")
+	}
+	// What the transport does: read the body, then report it written. The
+	// report comes after half the body here: what is left is dropped, so
+	// the reader holds nothing once the trace ran.
+	half := make([]byte, len(body)/2)
+	if _, err := io.ReadFull(req.Body, half); err != nil {
+		t.Fatal(err)
+	}
+	trace.WroteRequest(httptrace.WroteRequestInfo{})
+	if rest, err := io.ReadAll(req.Body); err != nil || len(rest) != 0 {
+		t.Fatalf("after WroteRequest the body still gave %d bytes (%v)", len(rest), err)
+	}
+	again, err := req.GetBody()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := io.ReadAll(again); string(got) != string(body) {
+		t.Fatalf("GetBody gave %d bytes", len(got))
 	}
 }
 

@@ -302,7 +302,26 @@ func (f *flushRecorder) Flush() {
 	f.ResponseRecorder.Flush()
 }
 
-func TestRelaySSEFlushesPerEvent(t *testing.T) {
+// readsReader returns one of its pieces per Read: an upstream whose
+// events arrive in those reads.
+type readsReader struct{ pieces []string }
+
+func (r *readsReader) Read(b []byte) (int, error) {
+	if len(r.pieces) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(b, r.pieces[0])
+	if r.pieces[0] = r.pieces[0][n:]; r.pieces[0] == "" {
+		r.pieces = r.pieces[1:]
+	}
+	return n, nil
+}
+
+// The relay writes and flushes what one upstream read completed, once:
+// the events of one read go out together, an event completed by a later
+// read goes out as soon as that read returns, never waiting for more.
+// "|" separates the upstream's reads in "in".
+func TestRelaySSEFlushesPerRead(t *testing.T) {
 	cases := []struct {
 		name       string
 		in         string
@@ -313,7 +332,11 @@ func TestRelaySSEFlushesPerEvent(t *testing.T) {
 		wantDone   bool
 		tooLarge   bool
 	}{
-		{"two_events_and_done", "data: a\n\ndata: b\n\ndata: [DONE]\n\n", 1 << 20, "data: a\n\ndata: b\n\ndata: [DONE]\n\n", []int{9, 18, 32}, 3, true, false},
+		{"one_read_three_events", "data: a\n\ndata: b\n\ndata: [DONE]\n\n", 1 << 20, "data: a\n\ndata: b\n\ndata: [DONE]\n\n", []int{32}, 3, true, false},
+		{"a_read_per_event", "data: a\n\n|data: b\n\n|data: [DONE]\n\n", 1 << 20, "data: a\n\ndata: b\n\ndata: [DONE]\n\n", []int{9, 18, 32}, 3, true, false},
+		{"two_reads", "data: a\n\n|data: b\n\ndata: [DONE]\n\n", 1 << 20, "data: a\n\ndata: b\n\ndata: [DONE]\n\n", []int{9, 32}, 3, true, false},
+		{"event_completed_by_next_read", "data: a\n\ndata: b|\n\n|data: [DONE]\n\n", 1 << 20, "data: a\n\ndata: b\n\ndata: [DONE]\n\n", []int{9, 18, 32}, 3, true, false},
+		{"comment_kept", ": ping\n\n|data: a\n\n", 1 << 20, ": ping\n\ndata: a\n\n", []int{8, 17}, 1, false, false},
 		{"crlf", "data: a\r\n\r\n", 1 << 20, "data: a\r\n\r\n", []int{11}, 1, false, false},
 		{"done_without_space", "data:[DONE]\n\n", 1 << 20, "data:[DONE]\n\n", []int{13}, 1, true, false},
 		{"unterminated_tail_dropped", "data: a\n\ndata: b", 1 << 20, "data: a\n\n", []int{9}, 1, false, false},
@@ -325,7 +348,7 @@ func TestRelaySSEFlushesPerEvent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &flushRecorder{ResponseRecorder: httptest.NewRecorder()}
 			skipWithoutFlushDispatch(t)
-			res := relaySSE(rec, strings.NewReader(tc.in), tc.limit, openAIFormat.isStreamEnd, nil)
+			res := relaySSE(rec, &readsReader{pieces: strings.Split(tc.in, "|")}, tc.limit, openAIFormat.isStreamEnd, nil)
 			if rec.Body.String() != tc.wantOut {
 				t.Fatalf("out %q, want %q", rec.Body.String(), tc.wantOut)
 			}
@@ -432,12 +455,18 @@ func TestStreamClientDisconnectCancelsUpstream(t *testing.T) {
 // observed there. (Production never wraps the host's writer.)
 func skipWithoutFlushDispatch(t *testing.T) {
 	t.Helper()
+	if !flushDispatches() {
+		t.Skip("interpreter does not dispatch Flush to a test-defined wrapper")
+	}
+}
+
+// flushDispatches says a Flush through http.Flusher reaches a
+// test-defined wrapper (not under Yaegi).
+func flushDispatches() bool {
 	probe := &flushRecorder{ResponseRecorder: httptest.NewRecorder()}
 	var w http.ResponseWriter = probe
 	if f, ok := w.(http.Flusher); ok {
 		f.Flush()
 	}
-	if len(probe.flushedAt) != 1 {
-		t.Skip("interpreter does not dispatch Flush to a test-defined wrapper")
-	}
+	return len(probe.flushedAt) == 1
 }

@@ -111,3 +111,24 @@ func TestNoMultiValueCaseInTaglessSwitch(t *testing.T) {
 		}
 	})
 }
+
+// TestFuncLiteralsNameTheirParameters fails on a function literal with an
+// unnamed parameter (`func(int) { … }`) in a non-test file of the core:
+// under Yaegi v0.16.1 such a closure that calls a method of a compiled
+// type on a captured variable panics when called ("reflect.Set: value of
+// type int is not assignable to type func(*bytes.Reader, []uint8)"):
+// the argument lands in the captured variable's slot. Name it, `_` will
+// do.
+func TestFuncLiteralsNameTheirParameters(t *testing.T) {
+	eachCoreSourceNode(t, func(fset *token.FileSet, n ast.Node) {
+		l, ok := n.(*ast.FuncLit)
+		if !ok {
+			return
+		}
+		for i := 0; i < len(l.Type.Params.List); i++ {
+			if len(l.Type.Params.List[i].Names) == 0 {
+				t.Errorf("%s: function literal with an unnamed parameter (Yaegi may pass it into a captured variable; name it, `_` will do)", fset.Position(l.Pos()))
+			}
+		}
+	})
+}

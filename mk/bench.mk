@@ -3,15 +3,24 @@
 # (BenchmarkLimiter/memory and /redis, with roundtrips/op; the Redis case
 # starts its own redis-server and is skipped without one unless
 # LLMGW_REQUIRE_REDIS=1) and a side-by-side loopback load test of the
-# binary (writes bench/latest.md; exits non-zero when any request failed).
-BENCH_DURATION ?= 3s
+# binary (writes bench/latest.md; exits non-zero when any request failed):
+# non-streaming at BENCH_CONCURRENCY, streaming (same shape, and
+# translated from an Anthropic upstream) at BENCH_STREAM_CONCURRENCY, in
+# BENCH_ROUNDS interleaved rounds of BENCH_DURATION per cell.
+# BENCH_BASELINE=<gateway binary> (say, built from a base commit) runs it
+# too, interleaved, for before/after tables.
+BENCH_DURATION ?= 2s
 BENCH_CONCURRENCY ?= 1,32
+BENCH_STREAM_CONCURRENCY ?= 1,8,32
+BENCH_ROUNDS ?= 3
+BENCH_BASELINE ?=
 BENCH_OUT ?= bench/latest.md
 
-bench: build-binary ## Go benchmarks of the hot path, then the gateway-vs-bare-proxy load test (writes bench/latest.md)
+bench: build-binary ## Go benchmarks of the hot path, then the gateway-vs-bare-proxy load test in interleaved rounds (writes bench/latest.md; BENCH_BASELINE=<binary> adds before/after)
 	$(GO) test -count=1 -run '^$$' -bench . -benchmem ./gateway/...
 	cd integration && $(GO) build -o ../$(BIN)/loadbench ./cmd/loadbench
-	./$(BIN)/loadbench -gateway $(BIN)/llmgateway -out $(BENCH_OUT) -duration $(BENCH_DURATION) -concurrency $(BENCH_CONCURRENCY)
+	./$(BIN)/loadbench -gateway $(BIN)/llmgateway -out $(BENCH_OUT) -duration $(BENCH_DURATION) -rounds $(BENCH_ROUNDS) \
+		-concurrency $(BENCH_CONCURRENCY) -stream-concurrency $(BENCH_STREAM_CONCURRENCY) $(if $(BENCH_BASELINE),-baseline $(BENCH_BASELINE))
 
 bench-yaegi: ## the core's Go benchmarks under the Yaegi interpreter (what the plugin form pays in process)
 	scripts/yaegi-unit.sh -run '^$$' -bench . -benchtime 1s

@@ -63,6 +63,8 @@ type Process struct {
 	done chan struct{}
 	err  error
 	logs *logbuf.Buffer
+	// logFile is Config.LogFile ("" : output is in logs).
+	logFile string
 }
 
 // Config describes how to start a process.
@@ -87,11 +89,33 @@ type Config struct {
 	// stdout and stderr, uncapped (Logs keeps only the last MiB or so).
 	// It is complete once Done is closed.
 	Output io.Writer
+	// LogFile, when set, receives the process's stdout and stderr
+	// directly (the child writes to the file itself; no pipe through this
+	// process, whose goroutines would otherwise wake for every line):
+	// Logs reads the file's tail. Output is ignored then.
+	LogFile string
 }
 
 // StartGateway writes configJSON to dir/config.json and starts the gateway
 // binary on a free loopback port, returning once /readyz answers 200.
 func StartGateway(binary, dir string, configJSON []byte) (*Process, error) {
+	return StartGatewayEnv(binary, dir, configJSON)
+}
+
+// StartGatewayEnv is StartGateway with env added to the process's
+// environment (DebugListenEnv for a BuildWithDebug binary, say).
+func StartGatewayEnv(binary, dir string, configJSON []byte, env ...string) (*Process, error) {
+	return startGateway(binary, dir, configJSON, "", env)
+}
+
+// StartGatewayLogFile is StartGatewayEnv with the gateway's output
+// written straight to logFile (Config.LogFile): a load benchmark's
+// client is then not the reader of the gateway's log lines.
+func StartGatewayLogFile(binary, dir string, configJSON []byte, logFile string, env ...string) (*Process, error) {
+	return startGateway(binary, dir, configJSON, logFile, env)
+}
+
+func startGateway(binary, dir string, configJSON []byte, logFile string, env []string) (*Process, error) {
 	path := filepath.Join(dir, "config.json")
 	if err := os.WriteFile(path, configJSON, 0o600); err != nil {
 		return nil, err
@@ -100,7 +124,8 @@ func StartGateway(binary, dir string, configJSON []byte) (*Process, error) {
 		Binary: binary,
 		Args:   []string{"-config", path, "-listen", "{addr}"},
 		// Stop promptly: the drain delay only matters behind a load balancer.
-		Env: []string{"LLMGW_DRAIN_DELAY=0s", "LLMGW_SHUTDOWN_TIMEOUT=2s"},
+		Env:     append([]string{"LLMGW_DRAIN_DELAY=0s", "LLMGW_SHUTDOWN_TIMEOUT=2s"}, env...),
+		LogFile: logFile,
 	})
 }
 
@@ -141,12 +166,23 @@ func startOnce(c Config) (*Process, error) {
 	p.cmd = exec.Command(c.Binary, args...)
 	p.cmd.Env = append(os.Environ(), c.Env...)
 	p.cmd.Dir = c.Dir
-	var out io.Writer = p.logs
-	if c.Output != nil {
-		out = io.MultiWriter(p.logs, c.Output)
+	if c.LogFile != "" {
+		f, err := os.OpenFile(c.LogFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close() // the child keeps its own descriptor
+		p.logFile = c.LogFile
+		p.cmd.Stdout = f
+		p.cmd.Stderr = f
+	} else {
+		var out io.Writer = p.logs
+		if c.Output != nil {
+			out = io.MultiWriter(p.logs, c.Output)
+		}
+		p.cmd.Stdout = out
+		p.cmd.Stderr = out
 	}
-	p.cmd.Stdout = out
-	p.cmd.Stderr = out
 	if err := p.cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -191,7 +227,19 @@ func startOnce(c Config) (*Process, error) {
 func (p *Process) PID() int { return p.cmd.Process.Pid }
 
 // Logs returns everything the process wrote to stdout and stderr so far.
-func (p *Process) Logs() string { return p.logs.String() }
+func (p *Process) Logs() string {
+	if p.logFile == "" {
+		return p.logs.String()
+	}
+	data, err := os.ReadFile(p.logFile)
+	if err != nil {
+		return "(log file: " + err.Error() + ")"
+	}
+	if len(data) > 1<<20 {
+		data = data[len(data)-(512<<10):]
+	}
+	return string(data)
+}
 
 // Stop sends SIGTERM, waits up to 5 seconds, then kills the process. It is
 // safe to call more than once.

@@ -80,3 +80,49 @@ func TestKillEndsAProcessThatIgnoresSIGTERM(t *testing.T) {
 		t.Fatalf("Stop after Kill: %v", err)
 	}
 }
+
+// CPUTime counts the CPU the process burns: a busy loop moves it by two
+// clock ticks long before a 10 s wall-clock bound.
+func TestCPUTimeOfSelfGrows(t *testing.T) {
+	before, err := CPUTime(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	x := 0
+	for {
+		for i := 0; i < 1e6; i++ {
+			x += i
+		}
+		after, err := CPUTime(os.Getpid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after-before >= 20*time.Millisecond {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("CPU time moved %v in 10 s of a busy loop", after-before)
+		}
+	}
+	_ = x
+}
+
+// With LogFile the child writes its output to the file itself, and Logs
+// reads it back.
+func TestLogFileTakesTheOutput(t *testing.T) {
+	dir := t.TempDir()
+	file := dir + "/out.log"
+	p, err := Start(Config{Binary: "/bin/sh", Args: []string{"-c", "echo hello-from-the-child; exit 3"}, LogFile: file})
+	if err == nil {
+		p.Stop()
+		t.Fatal("a process that exited was reported ready")
+	}
+	if !strings.Contains(err.Error(), "hello-from-the-child") {
+		t.Fatalf("the error carries no output of the child: %v", err)
+	}
+	data, _ := os.ReadFile(file)
+	if !strings.Contains(string(data), "hello-from-the-child") {
+		t.Fatalf("log file holds %q", data)
+	}
+}

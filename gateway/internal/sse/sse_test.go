@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 func TestReaderEvents(t *testing.T) {
@@ -290,5 +291,83 @@ func TestReaderBufferSize(t *testing.T) {
 				t.Fatalf("%d events, buffer %d bytes; want 2000, %d", n, len(s.buf), tc.wantBuf)
 			}
 		})
+	}
+}
+
+// splitReader returns one of its pieces per Read.
+type splitReader struct{ pieces []string }
+
+func (r *splitReader) Read(b []byte) (int, error) {
+	if len(r.pieces) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(b, r.pieces[0])
+	if r.pieces[0] = r.pieces[0][n:]; r.pieces[0] == "" {
+		r.pieces = r.pieces[1:]
+	}
+	return n, nil
+}
+
+// Buffered says whether Next has an event without reading: true inside
+// a read's run of events, false after its last one, also when only
+// comments (which a non-verbatim Next skips) or the start of an
+// unfinished event follow.
+func TestReaderBuffered(t *testing.T) {
+	for _, verbatim := range []bool{false, true} {
+		s := NewReader(&splitReader{pieces: []string{
+			"data: a\n\ndata: b\n\n: ping\n\n",
+			"data: c\n\ndata: d",
+			"\n\n",
+		}}, 1<<20)
+		s.Verbatim = verbatim
+		want := []struct {
+			data     string
+			buffered bool
+		}{{"a", true}, {"b", verbatim}, {"c", false}, {"d", false}}
+		if verbatim {
+			want = []struct {
+				data     string
+				buffered bool
+			}{{"a", true}, {"b", true}, {"", false}, {"c", false}, {"d", false}}
+		}
+		if s.Buffered() {
+			t.Fatalf("verbatim %v: buffered before the first read", verbatim)
+		}
+		for i := 0; i < len(want); i++ {
+			ev, err := s.Next()
+			if err != nil || string(ev.Data) != want[i].data {
+				t.Fatalf("verbatim %v, event %d: %q %v, want %q", verbatim, i, ev.Data, err, want[i].data)
+			}
+			if got := s.Buffered(); got != want[i].buffered {
+				t.Fatalf("verbatim %v, after event %d (%q): Buffered %v, want %v", verbatim, i, ev.Data, got, want[i].buffered)
+			}
+		}
+		if _, err := s.Next(); err != io.EOF {
+			t.Fatalf("verbatim %v: end %v", verbatim, err)
+		}
+	}
+}
+
+// Ended is true once the last event of a body whose end came with it
+// was handed out; not while events are left, not before the end was
+// read, not when an unfinished event precedes the end.
+func TestReaderEnded(t *testing.T) {
+	s := NewReader(iotest.DataErrReader(strings.NewReader("data: a\n\ndata: b\n\n")), 1<<20)
+	if ev, err := s.Next(); err != nil || string(ev.Data) != "a" || s.Ended() {
+		t.Fatalf("first event %q %v, Ended %v", ev.Data, err, s.Ended())
+	}
+	if ev, err := s.Next(); err != nil || string(ev.Data) != "b" || !s.Ended() {
+		t.Fatalf("last event %q %v, Ended %v", ev.Data, err, s.Ended())
+	}
+	if _, err := s.Next(); err != io.EOF || s.Partial() {
+		t.Fatalf("end %v partial %v", err, s.Partial())
+	}
+	s = NewReader(strings.NewReader("data: a\n\n"), 1<<20) // the end comes with a read of its own
+	if _, err := s.Next(); err != nil || s.Ended() {
+		t.Fatalf("Ended %v before the end was read (%v)", s.Ended(), err)
+	}
+	s = NewReader(iotest.DataErrReader(strings.NewReader("data: a\n\ndata: b")), 1<<20)
+	if _, err := s.Next(); err != nil || s.Ended() {
+		t.Fatalf("Ended %v with an unfinished event left (%v)", s.Ended(), err)
 	}
 }

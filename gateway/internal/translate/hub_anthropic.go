@@ -65,6 +65,14 @@ func AnthropicChatRequest(body []byte, upstreamModel string) ([]byte, bool, *api
 	if fe != nil {
 		return nil, false, fe
 	}
+	return AnthropicChatRequestFields(fields, upstreamModel)
+}
+
+// AnthropicChatRequestFields is AnthropicChatRequest for a body already
+// decoded into its top-level members (json.Unmarshal into a
+// map[string]json.RawMessage, as the pipeline's admission reads it),
+// which it only reads: the body is not decoded a second time.
+func AnthropicChatRequestFields(fields map[string]json.RawMessage, upstreamModel string) ([]byte, bool, *apierr.Error) {
 	b := &anthropicRequestBuilder{fields: fields}
 	b.req.Model = upstreamModel
 	if e := b.rejectUnsupported(); e != nil {

@@ -355,3 +355,65 @@ func TestAnthropicStreamErrorEvent(t *testing.T) {
 		t.Fatalf("error %+v", e)
 	}
 }
+
+// plainEventCases are text deltas the fast path takes, and near misses
+// (block starts among them) it must leave to the decode.
+var plainEventCases = []string{
+	`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello"}}`,
+	`{"type":"content_block_delta","index":12,"delta":{"type":"text_delta","text":""}}`,
+	`{"type":"content_block_delta","index":3,"delta":{"type":"text_delta","text":"é日本 <b>&amp; 😀 ` + "\x7f/" + `"}}`,
+	`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a\"b"}}`,
+	`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a\nb"}}`,
+	`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a` + "\t" + `b"}}`,
+	`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"bad ` + "\xff" + `"}}`,
+	`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"` + "\u2028" + `"}}`,
+	`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a","x":"b"}}`,
+	`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"}}`,
+	`{"type":"content_block_delta","index":01,"delta":{"type":"text_delta","text":"a"}}`,
+	`{"type":"content_block_delta","index":-1,"delta":{"type":"text_delta","text":"a"}}`,
+	`{"type":"content_block_delta","index":1234567890,"delta":{"type":"text_delta","text":"a"}}`,
+	`{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{"}}`,
+	`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
+	`{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t","name":"f","input":{}}}`,
+	`{"type":"content_block_start","index":00,"content_block":{"type":"text","text":""}}`,
+	`{"type":"content_block_start","index":,"content_block":{"type":"text","text":""}}`,
+}
+
+// checkPlainEvent: whatever the fast path takes, the decode reads the
+// same way — a text delta whose text quoteWith encodes to exactly the
+// bytes taken.
+func checkPlainEvent(t *testing.T, data []byte) {
+	t.Helper()
+	var tk textChunker
+	textPrefix(&tk, Context{}, "x")
+	if quoted, ok := plainTextDelta(data); ok {
+		var ev anthropicWireEvent
+		if err := json.Unmarshal(data, &ev); err != nil || ev.Type != "content_block_delta" || ev.Delta == nil || ev.Delta.Type != "text_delta" {
+			t.Fatalf("%q: taken as a text delta, decodes as %+v (%v)", data, ev, err)
+		}
+		if want := quoteWith(&tk, ev.Delta.Text); !bytes.Equal(quoted, want) {
+			t.Fatalf("%q: took %s, the decode and quoteWith give %s", data, quoted, want)
+		}
+	}
+}
+
+func TestAnthropicStreamPlainEvents(t *testing.T) {
+	taken := map[bool]int{}
+	for _, c := range plainEventCases {
+		checkPlainEvent(t, []byte(c))
+		_, delta := plainTextDelta([]byte(c))
+		taken[delta]++
+	}
+	// The first three deltas are taken; the rest are not.
+	if taken[true] != 3 {
+		t.Fatalf("the fast path took %d of the cases, want 3", taken[true])
+	}
+}
+
+// FuzzAnthropicStreamPlainEvents: the same for any event data.
+func FuzzAnthropicStreamPlainEvents(f *testing.F) {
+	for _, c := range plainEventCases {
+		f.Add([]byte(c))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) { checkPlainEvent(t, data) })
+}

@@ -18,6 +18,13 @@ func GeminiChatRequest(body []byte) ([]byte, bool, *apierr.Error) {
 	if te != nil {
 		return nil, false, te
 	}
+	return GeminiChatRequestFields(top)
+}
+
+// GeminiChatRequestFields is GeminiChatRequest for a body already decoded
+// into its top-level members (json.Unmarshal into a
+// map[string]json.RawMessage), which it only reads.
+func GeminiChatRequestFields(top map[string]json.RawMessage) ([]byte, bool, *apierr.Error) {
 	isStream := false
 	if raw := top["stream"]; !isJSONNull(raw) {
 		b, be := readBool(raw, "stream")

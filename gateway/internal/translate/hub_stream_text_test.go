@@ -21,6 +21,16 @@ func TestTextChunkMatchesHubChunk(t *testing.T) {
 				if !bytes.Equal(got.Data, want.Data) || got.Name != want.Name {
 					t.Fatalf("id %q model %q text %q:\n got %s\nwant %s", id, model, text, got.Data, want.Data)
 				}
+				// The text as a finish reason, for the finish chunk.
+				want = hubDeltaPayload(tc, id, hubDelta{}, &text)
+				if got := finishPayload(&tk, tc, id, text); !bytes.Equal(got.Data, want.Data) || got.Name != want.Name {
+					t.Fatalf("id %q model %q reason %q:\n got %s\nwant %s", id, model, text, got.Data, want.Data)
+				}
+			}
+			empty := ""
+			want := hubDeltaPayload(tc, id, hubDelta{Role: "assistant", Content: &empty}, nil)
+			if got := rolePayload(&tk, tc, id); !bytes.Equal(got.Data, want.Data) || got.Name != want.Name {
+				t.Fatalf("id %q model %q role chunk:\n got %s\nwant %s", id, model, got.Data, want.Data)
 			}
 			tk.prefix = nil // the model is fixed per stream; start over for the next
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 )
@@ -164,6 +165,10 @@ func compactArguments(args json.RawMessage) string {
 	return buf.String()
 }
 
+// jsonSpecial are the bytes a JSON string may not hold unescaped: the
+// quote, the backslash and the control bytes.
+const jsonSpecial = "\"\\\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f"
+
 // decodeRequestObject decodes a client request body into its top-level
 // fields; anything but a JSON object is a 400 invalid_json.
 func decodeRequestObject(body []byte) (map[string]json.RawMessage, *apierr.Error) {
@@ -192,6 +197,12 @@ func errInvalidField(path, want string) *apierr.Error {
 // errInvalidField 400 naming path when it has another type.
 
 func readString(raw json.RawMessage, path string) (string, *apierr.Error) {
+	// A string without an escape, a control byte or invalid UTF-8 (which
+	// the decoder would replace) is its bytes between the quotes: no
+	// second scan by the decoder.
+	if n := len(raw); n > 1 && raw[0] == '"' && raw[n-1] == '"' && bytes.IndexAny(raw[1:n-1], jsonSpecial) < 0 && utf8.Valid(raw) {
+		return string(raw[1 : n-1]), nil
+	}
 	var s string
 	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
 		return "", errInvalidField(path, "a string")

@@ -2,8 +2,10 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"strconv"
 	"time"
 
@@ -278,21 +280,16 @@ func attempt(g *Gateway, r *http.Request, o *outbound, first time.Duration, t *r
 	p := o.provider
 	started := time.Now()
 	ctx, wd := startWatchdogFirst(r.Context(), first, p.timeout)
-	var body io.Reader = bytes.NewReader(o.body)
-	held := len(o.body) > 0 && o.stream
-	if held {
-		body = &sentBody{b: o.body}
+	var req *http.Request
+	var err error
+	if len(o.body) > 0 && o.stream {
+		req, err = heldBodyRequest(ctx, o)
+	} else {
+		req, err = http.NewRequestWithContext(ctx, o.method, o.url, bytes.NewReader(o.body))
 	}
-	req, err := http.NewRequestWithContext(ctx, o.method, o.url, body)
 	if err != nil {
 		wd.stop()
 		return nil, errBuildRequest(p, err)
-	}
-	if held {
-		req.ContentLength = int64(len(o.body))
-		req.GetBody = func() (io.ReadCloser, error) {
-			return &sentBody{b: o.body}, nil
-		}
 	}
 	if p.jsonHeader != nil && o.contentType == "application/json" {
 		req.Header = p.jsonHeader.Clone()
@@ -337,33 +334,33 @@ func attempt(g *Gateway, r *http.Request, o *outbound, first time.Duration, t *r
 	return x, nil
 }
 
-// sentBody is a streaming request's outbound body: it lets go of its
-// bytes once the transport read them all, since the transport holds the
-// request until the answer ends, which for a stream can be many minutes
-// (releaseRequestBodies drops the gateway's own references). GetBody
-// makes a fresh one for the transport's own retry of a request that a
-// reused connection lost before it was written. Not a *bytes.Reader, it
-// costs an HTTP/1.1 upstream one more write (the headers are flushed on
-// their own); a request that does not stream keeps bytes.Reader.
-type sentBody struct {
-	b []byte
-}
-
-func (s *sentBody) Read(p []byte) (int, error) {
-	if len(s.b) == 0 {
-		s.b = nil
-		return 0, io.EOF
+// heldBodyRequest is the request of a streaming attempt with a body.
+// Every attempt's body is a *bytes.Reader, which the transport writes
+// with the headers in one piece (a reader of a type it does not know has
+// the headers flushed on their own first: one more write to the
+// upstream, and one more read there). A streaming request's reader lets
+// go of its bytes once they are written: the transport holds the request until the answer ends,
+// which for a stream can be many minutes (releaseRequestBodies drops the
+// gateway's own references). The request's client trace resets the
+// reader in WroteRequest, which the transport calls on the goroutine
+// that read the body, after its last byte; GetBody makes a fresh reader
+// for the transport's own retry of a request that a reused connection
+// lost before it was written.
+func heldBodyRequest(ctx context.Context, o *outbound) (*http.Request, error) {
+	rd := bytes.NewReader(o.body)
+	trace := &httptrace.ClientTrace{}
+	trace.WroteRequest = func(_ httptrace.WroteRequestInfo) { rd.Reset(nil) }
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), o.method, o.url, nil)
+	if err != nil {
+		return nil, err
 	}
-	n := copy(p, s.b)
-	s.b = s.b[n:]
-	if len(s.b) == 0 {
-		s.b = nil
+	req.Body = io.NopCloser(rd)
+	req.ContentLength = int64(len(o.body))
+	req.GetBody = func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(o.body)), nil
 	}
-	return n, nil
+	return req, nil
 }
-
-// Close does nothing: the transport may call it from another goroutine.
-func (s *sentBody) Close() error { return nil }
 
 // errBuildRequest is the gateway's own fault (a bad base URL): not
 // retried.

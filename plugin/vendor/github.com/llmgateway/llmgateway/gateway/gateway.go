@@ -62,6 +62,9 @@ type Gateway struct {
 	// keepaliveEvery is the silence after which a translated stream gets
 	// its format's keepalive event (keepaliveEvery; tests shorten it).
 	keepaliveEvery time.Duration
+	// headerHold is how long a stream's headers wait for its first bytes
+	// (headerHold; tests lengthen it).
+	headerHold time.Duration
 	// recordHook, when set, receives every request record (record.go)
 	// as its request ends.
 	recordHook func(*requestRecord)
@@ -94,6 +97,7 @@ func New(next http.Handler, cfg *Config, opts Options) (*Gateway, error) {
 		throttle:       newAuthThrottle(nil),
 		started:        time.Now(),
 		keepaliveEvery: keepaliveEvery,
+		headerHold:     headerHold,
 		sweeper:        newTargetSweeper(),
 	}
 	for i := 0; i < len(compiled.warnings); i++ {

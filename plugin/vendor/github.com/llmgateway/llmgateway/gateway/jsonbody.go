@@ -47,6 +47,10 @@ type jsonRequest struct {
 	// other).
 	maxOutputTokens int64
 	maxTokens       int64
+	// fields are raw's top-level members as the clean case's decode read
+	// them (nil otherwise), for a translating backend not to decode raw
+	// again; dropped with raw, or once the call stage is over.
+	fields map[string]json.RawMessage
 }
 
 // parseTokenCap reads a token-count value: a positive JSON integer —
@@ -106,7 +110,7 @@ func parseJSONRequest(body []byte) (*jsonRequest, *apiError) {
 	if start+len(raw) > len(body) || !bytes.Equal(body[start:start+len(raw)], raw) {
 		return parseJSONRequestExact(body)
 	}
-	req := &jsonRequest{raw: body, model: model, modelStart: start, modelEnd: start + len(raw), maxTokensKeyStart: -1, streamOptionsStart: -1}
+	req := &jsonRequest{raw: body, model: model, modelStart: start, modelEnd: start + len(raw), maxTokensKeyStart: -1, streamOptionsStart: -1, fields: top}
 	req.stream = string(top["stream"]) == "true"
 	if opts, ok := top["stream_options"]; ok {
 		req.hasStreamOptions = true

@@ -41,6 +41,7 @@ func respond(c *call, x *exchange, o *outbound) *outcome {
 	if o.stream {
 		g := startWriteGuard(c.w, x.wd)
 		defer stopWriteGuard(g)
+		defer releaseStreamHeaders(c)
 	}
 	switch {
 	case o.binary:
@@ -110,9 +111,17 @@ func decodeWhole(o *outbound, data []byte, out *outcome) *apiError {
 	return nil
 }
 
-// startStream sends an event stream's headers at once, so the client
-// sees the response start before the first token.
-func startStream(c *call, status int) {
+// releaseStreamHeaders ends the hold on a stream's headers, if any.
+func releaseStreamHeaders(c *call) {
+	releaseHeaders(c.head)
+}
+
+// startStream writes an event stream's headers, so the client sees the
+// response start before the first token: they go out with the stream's
+// first bytes, or on their own after headerHold (heldHeaders) — unless
+// hold is false (a stream with a keepalive, whose timer writes too):
+// then they are flushed at once.
+func startStream(c *call, status int, hold bool) {
 	h := c.w.Header()
 	if ct := c.format.streamContentType; ct != "" {
 		h.Set("Content-Type", ct)
@@ -125,7 +134,11 @@ func startStream(c *call, status int) {
 	noteWrite(&c.rec, status)
 	c.w.WriteHeader(status)
 	if f, ok := c.w.(http.Flusher); ok {
-		f.Flush()
+		if hold {
+			c.head = holdHeaders(c, f)
+		} else {
+			f.Flush()
+		}
 	}
 	if panicProbe != nil {
 		panicProbe("stream", c.trace.requestID)
@@ -168,8 +181,10 @@ func releaseRequestBodies(c *call, o *outbound) {
 		return
 	}
 	c.req.raw = nil
+	c.req.fields = nil
 	if c.hubConv != nil && c.hubConv.hub != nil {
 		c.hubConv.hub.raw = nil
+		c.hubConv.hub.fields = nil
 	}
 	o.body = nil
 }
@@ -182,11 +197,11 @@ func releaseRequestBodies(c *call, o *outbound) {
 func relayEvents(c *call, x *exchange, o *outbound) *outcome {
 	p := o.provider
 	copyResponseHeaders(c.w.Header(), x.resp.Header)
-	startStream(c, x.resp.StatusCode)
+	startStream(c, x.resp.StatusCode, true)
 	out := &outcome{status: x.resp.StatusCode, streamed: true, requestBytes: len(c.req.raw)}
 	releaseRequestBodies(c, o)
 	acct := &relayAccount{strip: o.stripUsage, startModel: o.startModel}
-	res := relayEventStream(c.w, x.body, maxUpstreamResponseBytes, c.format.streamEndMark, c.format.isStreamEnd, nil, acct)
+	res := relayEventStream(c.w, x.body, maxUpstreamResponseBytes, c.format.streamEndMark, c.format.isStreamEnd, nil, acct, c.head)
 	out.usage = acct.usage
 	out.contentBytes = acct.content
 	if c.r.Context().Err() != nil || res.clientGone {
@@ -208,10 +223,10 @@ func relayEvents(c *call, x *exchange, o *outbound) *outcome {
 
 // relayTranslated relays an upstream event stream of another wire shape:
 // one upstream event in, its hub payloads out, framed by the client's
-// format and flushed.
+// format; what one upstream read brought is written and flushed at once.
 func relayTranslated(c *call, x *exchange, o *outbound, st translate.StreamTranslator) *outcome {
 	p := o.provider
-	startStream(c, http.StatusOK)
+	startStream(c, http.StatusOK, c.format.keepalive == nil)
 	out := &outcome{status: http.StatusOK, streamed: true, requestBytes: len(c.req.raw)}
 	releaseRequestBodies(c, o)
 	sw := newStreamWriter(c.w)
@@ -236,11 +251,12 @@ func relayTranslated(c *call, x *exchange, o *outbound, st translate.StreamTrans
 			}
 			if err == io.EOF && !rd.Partial() {
 				payloads, e = st.Finish(payloads[:0])
-				sw.buf = c.format.framePayloads(sw.buf[:0], payloads)
+				sw.buf = c.format.framePayloads(sw.buf, payloads)
 				inBand = e != nil
 				if e = attributed(p, e); e == nil {
 					sw.buf = append(sw.buf, c.format.streamEnd...)
 				}
+				releaseHeaders(c.head)
 				if ka != nil {
 					_ = keepaliveWrite(ka, sw.buf)
 				} else {
@@ -254,23 +270,31 @@ func relayTranslated(c *call, x *exchange, o *outbound, st translate.StreamTrans
 		events++
 		out.contentBytes += int64(eventTextLen(ev.Data))
 		payloads, e = st.Event(ev, payloads[:0])
-		// Framed and written here, not through framePayloads and sw.write:
-		// under Yaegi each method call costs more than the framing.
+		// Framed here, not through framePayloads: under Yaegi each method
+		// call costs more than the framing. The frames of the events one
+		// upstream read completed are written and flushed together, once
+		// the reader has no more of them (an in-band failure goes at once);
+		// when that read also brought the body's end, they go with the
+		// stream's end, written at once by the end's branch above.
 		if len(payloads) > 0 {
-			buf := sw.buf[:0]
+			buf := sw.buf
 			for i := 0; i < len(payloads); i++ {
 				buf = frame(buf, payloads[i])
 			}
 			sw.buf = buf
+		}
+		if len(sw.buf) > 0 && (e != nil || !rd.Buffered() && !rd.Ended()) {
+			releaseHeaders(c.head)
 			var werr error
 			if ka != nil {
-				werr = keepaliveWrite(ka, buf)
+				werr = keepaliveWrite(ka, sw.buf)
 			} else {
-				_, werr = c.w.Write(buf)
+				_, werr = c.w.Write(sw.buf)
 				if sw.flusher != nil {
 					sw.flusher.Flush()
 				}
 			}
+			sw.buf = sw.buf[:0]
 			if werr != nil {
 				// The client is gone, or stopped taking the stream (writeGuard).
 				out.usage = st.Usage()
@@ -294,6 +318,7 @@ func relayTranslated(c *call, x *exchange, o *outbound, st translate.StreamTrans
 			// band already, or asked for now.
 			if !inBand {
 				sw.buf = c.format.framePayloads(sw.buf[:0], fail(st, e, nil))
+				releaseHeaders(c.head)
 				sw.write(sw.buf)
 			}
 			out.err = e
@@ -317,6 +342,7 @@ func endStream(c *call, sw *streamWriter, out *outcome, e *apiError, events int)
 	noteError(&c.rec, e)
 	c.g.log.errorf("%s (after %d events)%s", e.Error(), events, c.trace.logTail)
 	sw.buf = c.format.streamError(sw.buf[:0], e)
+	releaseHeaders(c.head)
 	sw.write(sw.buf)
 }
 

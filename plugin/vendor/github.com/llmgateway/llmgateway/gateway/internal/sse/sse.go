@@ -327,6 +327,37 @@ func (s *Reader) Next() (Event, error) {
 	}
 }
 
+// Buffered reports whether the next Next (or Events) returns an event
+// without reading the body: the run that one read completed is not all
+// handed out yet. A relay that writes events as Next returns them
+// flushes when it is false, once per read, never holding an event back
+// for bytes that have not arrived.
+func (s *Reader) Buffered() bool {
+	run := s.run
+	for len(run) > 0 {
+		// Only a comment-only or empty chunk starts with one of these; a
+		// non-verbatim Next skips those.
+		if c := run[0]; s.Verbatim || c != ':' && c != '\n' && c != '\r' {
+			return true
+		}
+		n := EventLen(run)
+		var joined []byte
+		if parseEvent(run[:n], &joined).HasField {
+			return true
+		}
+		run = run[n:]
+	}
+	return false
+}
+
+// Ended reports whether the body's clean end was read already, with no
+// event and no byte of one left before it: the next Next returns io.EOF
+// (not Partial) without reading. A relay that writes what a read
+// brought can then write the stream's end with it.
+func (s *Reader) Ended() bool {
+	return s.err == io.EOF && s.start == s.end && !s.Buffered()
+}
+
 // BytesRead is how many bytes of the stream the Reader has read.
 func (s *Reader) BytesRead() int64 { return s.read }
 

@@ -1,8 +1,11 @@
 package translate
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
+	"regexp"
+	"unicode/utf8"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
 	"github.com/llmgateway/llmgateway/gateway/internal/sse"
@@ -67,6 +70,20 @@ func (s *anthropicStream) Event(ev sse.Event, out []Payload) ([]Payload, *apierr
 	default: // ping, content_block_stop and unknown events
 		return out, nil
 	}
+	// The text deltas, nearly every event of a stream, in the exact
+	// shape Anthropic sends them, are read without a decode: what a
+	// decode and quoteWith would make of them.
+	if kind == "content_block_delta" {
+		if quoted, ok := plainTextDelta(ev.Data); ok {
+			if len(quoted) == 2 {
+				return out, nil // an empty text
+			}
+			if !s.started {
+				out = s.start(out)
+			}
+			return append(out, quotedTextPayload(&s.text, s.tc, s.id, quoted)), nil
+		}
+	}
 	var data anthropicWireEvent
 	if err := json.Unmarshal(ev.Data, &data); err != nil {
 		return out, anthropicBadResponse(kind+" event", err)
@@ -126,8 +143,7 @@ func (s *anthropicStream) start(out []Payload) []Payload {
 		return out
 	}
 	s.started = true
-	empty := ""
-	return append(out, s.chunk(hubDelta{Role: "assistant", Content: &empty}, nil))
+	return append(out, rolePayload(&s.text, s.tc, s.id))
 }
 
 // blockDelta translates a content_block_delta: text and the arguments
@@ -158,7 +174,7 @@ func (s *anthropicStream) blockDelta(out []Payload, data *anthropicWireEvent) ([
 // finishChunk appends the chunk carrying finish_reason reason.
 func (s *anthropicStream) finishChunk(out []Payload, reason string) []Payload {
 	s.finishSent = true
-	return append(s.start(out), s.chunk(hubDelta{}, &reason))
+	return append(s.start(out), finishPayload(&s.text, s.tc, s.id, reason))
 }
 
 // stop ends the stream: the finish chunk if message_delta never sent
@@ -192,3 +208,43 @@ func (s *anthropicStream) Finish(out []Payload) ([]Payload, *apierr.Error) {
 func (s *anthropicStream) Usage() Usage {
 	return anthropicUsageTotals(s.raw)
 }
+
+// The exact bytes of a text delta as Anthropic sends it, before and
+// after the block index.
+var (
+	textDeltaHead = []byte(`{"type":"content_block_delta","index":`)
+	textDeltaMid  = []byte(`,"delta":{"type":"text_delta","text":"`)
+	// encoding/json escapes the line and paragraph separators, besides
+	// the bytes a JSON string may not hold (jsonSpecial).
+	lineSeparator      = []byte("\u2028")
+	paragraphSeparator = []byte("\u2029")
+)
+
+// plainTextDelta is the text of a content_block_delta event's data, as
+// the JSON string (quotes included) quoteWith would encode it, when the
+// data is exactly a text delta — {"type":"content_block_delta",
+// "index":N,"delta":{"type":"text_delta","text":"…"}} — and its text
+// needs no escape in either direction (no quote, backslash, control
+// byte, invalid UTF-8 or line/paragraph separator): then the decoded
+// text is its bytes and encoding it gives them back. Anything else is
+// false, for the decode to read. One compiled regular expression checks
+// the shape and the text's bytes: under Yaegi each statement of ours
+// costs about as much as a call into the standard library.
+func plainTextDelta(data []byte) ([]byte, bool) {
+	if !plainTextDeltaShape.Match(data) || !utf8.Valid(data) {
+		return nil, false
+	}
+	start := len(textDeltaHead) + bytes.IndexByte(data[len(textDeltaHead):], ',') + len(textDeltaMid) - 1
+	quoted := data[start : len(data)-2 : len(data)-2]
+	// Both separators start with 0xE2, as do other common characters
+	// (dashes, curly quotes): only a text with one looks further.
+	if bytes.IndexByte(quoted, 0xE2) >= 0 && (bytes.Contains(quoted, lineSeparator) || bytes.Contains(quoted, paragraphSeparator)) {
+		return nil, false
+	}
+	return quoted, true
+}
+
+// plainTextDeltaShape is a text delta's exact bytes (textDeltaHead, a
+// block index an int holds, textDeltaMid, a text of no quote, backslash
+// or control byte, textDeltaTail).
+var plainTextDeltaShape = regexp.MustCompile(`^\{"type":"content_block_delta","index":(?:0|[1-9][0-9]{0,8}),"delta":\{"type":"text_delta","text":"[^"\\\x00-\x1f]*"\}\}$`)
