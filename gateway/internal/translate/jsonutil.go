@@ -200,7 +200,7 @@ func readString(raw json.RawMessage, path string) (string, *apierr.Error) {
 	// A string without an escape, a control byte or invalid UTF-8 (which
 	// the decoder would replace) is its bytes between the quotes: no
 	// second scan by the decoder.
-	if n := len(raw); n > 1 && raw[0] == '"' && raw[n-1] == '"' && bytes.IndexAny(raw[1:n-1], jsonSpecial) < 0 && utf8.Valid(raw) {
+	if n := len(raw); n > 1 && raw[0] == '"' && raw[n-1] == '"' && !bytes.ContainsAny(raw[1:n-1], jsonSpecial) && utf8.Valid(raw) {
 		return string(raw[1 : n-1]), nil
 	}
 	var s string
