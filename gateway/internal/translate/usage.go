@@ -97,7 +97,11 @@ func usageFromJSON(data []byte, u *Usage) {
 }
 
 // usageKeyTail ends every key a usage object can sit under: "usage",
-// "usageMetadata" (and their case variants the decoder matches).
+// "usageMetadata", and their variants with another case in the letters
+// before it ("Usage"). A key that spells "sage" in another case ("UsAge")
+// is not read as usage, though the decoder would match it: no provider
+// sends one, and such a stream's usage is estimated like any other
+// stream's without usage.
 var usageKeyTail = []byte("sage")
 
 // MayHoldUsage reports whether data may hold a usage object: it finds no

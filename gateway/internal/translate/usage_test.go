@@ -54,6 +54,15 @@ func FuzzMayHoldUsage(f *testing.F) {
 	f.Add([]byte("{\"message\":{\"usage\"\n:\t{\"input_tokens\":4}}}"), uint8(0))
 	f.Add([]byte(`{"Usage":{"prompt_tokens":1},"text":"usage\":{"}`), uint8(11))
 	f.Fuzz(func(t *testing.T, data []byte, cut uint8) {
+		// The gateway reads usage only under keys whose "sage" is lower
+		// case — usage, Usage, usageMetadata, every spelling providers
+		// use — while encoding/json, the reference here, folds case
+		// everywhere: a document that spells "sage" otherwise anywhere
+		// ("UsAge") is outside the property (its usage is never read,
+		// and the stream's is estimated, as for any unknown key).
+		if bytes.Count(bytes.ToLower(data), usageKeyTail) != bytes.Count(data, usageKeyTail) {
+			return
+		}
 		var u Usage
 		usageGatedByKey(data, &u)
 		if u != (Usage{}) && !MayHoldUsage(data) {
