@@ -216,16 +216,9 @@ func runBench(ctx context.Context, cfg benchConfig) (string, int, error) {
 			straced = append(straced, sr)
 		}
 	}
-	rss := map[string]int64{}
-	for name, p := range procs {
-		if p.Exited() {
-			return "", 0, fmt.Errorf("%s died during the run; output:\n%s", name, p.Logs())
-		}
-		kb, err := gwproc.PeakRSSKB(p.PID())
-		if err != nil {
-			return "", 0, fmt.Errorf("reading VmHWM of %s: %v", name, err)
-		}
-		rss[name] = kb
+	rss, err := peakRSS(procs)
+	if err != nil {
+		return "", 0, err
 	}
 	failed := 0
 	for _, r := range results {
@@ -304,4 +297,21 @@ func readCPU(targetPID, mockPID int) [3]time.Duration {
 		}
 	}
 	return t
+}
+
+// peakRSS reads each process's peak RSS (VmHWM, KiB) after a run; a
+// process that died during it is an error with its output.
+func peakRSS(procs map[string]*gwproc.Process) (map[string]int64, error) {
+	rss := map[string]int64{}
+	for name, p := range procs {
+		if p.Exited() {
+			return nil, fmt.Errorf("%s died during the run; output:\n%s", name, p.Logs())
+		}
+		kb, err := gwproc.PeakRSSKB(p.PID())
+		if err != nil {
+			return nil, fmt.Errorf("reading VmHWM of %s: %v", name, err)
+		}
+		rss[name] = kb
+	}
+	return rss, nil
 }

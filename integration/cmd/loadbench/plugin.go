@@ -367,16 +367,9 @@ func runPluginBench(ctx context.Context, cfg pluginBenchConfig) (string, int, er
 	if null != nil {
 		procs[tNull] = null
 	}
-	rss := map[string]int64{}
-	for name, p := range procs {
-		if p.Exited() {
-			return "", 0, fmt.Errorf("%s died during the run; output:\n%s", name, p.Logs())
-		}
-		kb, err := gwproc.PeakRSSKB(p.PID())
-		if err != nil {
-			return "", 0, fmt.Errorf("reading VmHWM of %s: %v", name, err)
-		}
-		rss[name] = kb
+	rss, err := peakRSS(procs)
+	if err != nil {
+		return "", 0, err
 	}
 	// Traefik's own proxy's failures (alone, and behind the null plugin) are reported, not fatal: under the
 	// streamed chat it aborts a few responses mid-body ("ReverseProxy read
