@@ -160,22 +160,13 @@ func TestRealTraefikStalledUploads(t *testing.T) {
 	head := "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + userKey +
 		"\r\nContent-Type: application/json\r\nContent-Length: 2000\r\n\r\n{\"model\":"
 	var conns []net.Conn
-	defer func() {
+	closeAll := func() {
 		for _, c := range conns {
 			_ = c.Close()
 		}
-	}()
-	var firstWritten time.Time
-	for i := 0; i < slots; i++ {
-		nc, err := net.Dial("tcp", addr)
-		require.NoError(t, err)
-		conns = append(conns, nc)
-		_, err = nc.Write([]byte(head))
-		require.NoError(t, err)
-		if i == 0 {
-			firstWritten = time.Now()
-		}
+		conns = nil
 	}
+	defer closeAll()
 	body := []byte(`{"model":"` + upstreamModel + `","messages":[{"role":"user","content":"hi"}]}`)
 	chat := func() int {
 		req, err := http.NewRequest(http.MethodPost, rt.base+"/v1/chat/completions", bytes.NewReader(body))
@@ -188,16 +179,37 @@ func TestRealTraefikStalledUploads(t *testing.T) {
 		_ = resp.Body.Close()
 		return resp.StatusCode
 	}
-	// Every slot held: 503. Traefik may pass the uploads on a while after
-	// their headers (seconds on a loaded machine), so wait for the first
-	// 503: a 503 proves every slot is held, whenever it comes. The bound
-	// only ends the wait: uploads handed on so far apart that the first
-	// was evicted (5 s without progress) before the last took its slot
-	// would never hold them all at once.
-	status := chat()
-	for status == http.StatusOK && time.Since(firstWritten) < 30*time.Second {
-		time.Sleep(20 * time.Millisecond)
+	// Every slot held: 503. Wait for the first 503 (a 503 proves every
+	// slot is held) until 4.5 s after the first upload was written: no
+	// slot can be evicted before 5 s after the plugin got its upload,
+	// which is later. Traefik may build the middleware again just after
+	// it started serving (a later configuration event: a new instance,
+	// with slots of its own, serves the next requests while the uploads
+	// hold the old one's), and may pass uploads on late on a loaded
+	// machine; either way no 503 comes, and the uploads are opened again,
+	// up to 5 times.
+	status := http.StatusOK
+	var firstWritten time.Time
+	for attempt := 1; attempt <= 5 && status == http.StatusOK; attempt++ {
+		closeAll()
+		for i := 0; i < slots; i++ {
+			nc, err := net.Dial("tcp", addr)
+			require.NoError(t, err)
+			conns = append(conns, nc)
+			_, err = nc.Write([]byte(head))
+			require.NoError(t, err)
+			if i == 0 {
+				firstWritten = time.Now()
+			}
+		}
 		status = chat()
+		for status == http.StatusOK && time.Since(firstWritten) < 4500*time.Millisecond {
+			time.Sleep(20 * time.Millisecond)
+			status = chat()
+		}
+		if status == http.StatusOK {
+			t.Logf("attempt %d: no 503 within 4.5 s of the uploads; opening them again", attempt)
+		}
 	}
 	require.Equal(t, http.StatusServiceUnavailable, status, "a normal client while every slot is held by a stalled upload")
 	// Every upload held its slot by now: each is evicted by 5 s from here.
