@@ -158,16 +158,7 @@ func runBench(ctx context.Context, cfg benchConfig) (string, int, error) {
 			maxConc = c
 		}
 	}
-	client := &http.Client{
-		Timeout: 30 * time.Second,
-		Transport: &http.Transport{
-			Proxy:               nil,
-			MaxIdleConns:        8 * maxConc,
-			MaxIdleConnsPerHost: maxConc,
-			IdleConnTimeout:     90 * time.Second,
-			DisableCompression:  true,
-		},
-	}
+	client := loadClient(maxConc)
 	var cells []benchCell
 	for _, c := range cfg.levels {
 		cells = append(cells, benchCell{nonStreaming(), c})
@@ -314,4 +305,19 @@ func peakRSS(procs map[string]*gwproc.Process) (map[string]int64, error) {
 		rss[name] = kb
 	}
 	return rss, nil
+}
+
+// loadClient is the load generator's client: pooled connections for conc
+// concurrent requests per target, no proxy, no compression.
+func loadClient(conc int) *http.Client {
+	return &http.Client{
+		Timeout: 30 * time.Second,
+		Transport: &http.Transport{
+			Proxy:               nil,
+			MaxIdleConns:        8 * conc,
+			MaxIdleConnsPerHost: conc,
+			IdleConnTimeout:     90 * time.Second,
+			DisableCompression:  true,
+		},
+	}
 }

@@ -267,16 +267,7 @@ func runPluginBench(ctx context.Context, cfg pluginBenchConfig) (string, int, er
 		defer null.Stop()
 	}
 
-	client := &http.Client{
-		Timeout: 30 * time.Second,
-		Transport: &http.Transport{
-			Proxy:               nil,
-			MaxIdleConns:        8 * throughputConc,
-			MaxIdleConnsPerHost: throughputConc,
-			IdleConnTimeout:     90 * time.Second,
-			DisableCompression:  true,
-		},
-	}
+	client := loadClient(throughputConc)
 	targets := []target{
 		{name: tDirect, url: mock.URL},
 		{name: tBare, url: proxy.URL, pid: proxy.PID()},
