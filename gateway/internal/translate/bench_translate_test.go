@@ -2,8 +2,10 @@ package translate
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/sse"
@@ -24,6 +26,9 @@ var benchTranslateRequest = []byte(`{"model":"m","messages":[{"role":"system","c
 	`"tools":[{"type":"function","function":{"name":"get_weather","description":"Current weather","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}],` +
 	`"temperature":0.2,"max_tokens":512}`)
 
+var benchPlainRequest = []byte(`{"model":"m","stream":true,"messages":[{"role":"system","content":"Be terse."},` +
+	`{"role":"user","content":"` + strings.Repeat("lorem ipsum dolor sit amet ", 34) + `"}],"temperature":0.2}`)
+
 const benchAnthropicResponse = `{"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[{"type":"text","text":"Rome is sunny, 24 degrees."},{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Rome"}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":120,"output_tokens":30,"cache_creation_input_tokens":0,"cache_read_input_tokens":64}}`
 
 const benchGeminiResponse = `{"candidates":[{"content":{"role":"model","parts":[{"text":"Rome is sunny, 24 degrees."},{"functionCall":{"name":"get_weather","args":{"city":"Rome"}}}]},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":120,"candidatesTokenCount":30,"totalTokenCount":150},"modelVersion":"gemini-x"}`
@@ -37,6 +42,29 @@ func BenchmarkTranslateRequest(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
 			if _, _, e := AnthropicChatRequest(benchTranslateRequest, "claude-x"); e != nil {
+				b.Fatal(e)
+			}
+		}
+	})
+	// A plain text conversation (loadbench's translated stream), decoded
+	// at admission as the pipeline does: the fast path
+	// (hub_anthropic_fast.go), and the general path it stands in for.
+	fields := map[string]json.RawMessage{}
+	if err := json.Unmarshal(benchPlainRequest, &fields); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("anthropic_plain", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if _, _, e := AnthropicChatRequestFields(fields, "claude-x"); e != nil {
+				b.Fatal(e)
+			}
+		}
+	})
+	b.Run("anthropic_plain_general", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if _, _, e := anthropicChatRequest(fields, "claude-x", true); e != nil {
 				b.Fatal(e)
 			}
 		}

@@ -73,7 +73,13 @@ func AnthropicChatRequest(body []byte, upstreamModel string) ([]byte, bool, *api
 // map[string]json.RawMessage, as the pipeline's admission reads it),
 // which it only reads: the body is not decoded a second time.
 func AnthropicChatRequestFields(fields map[string]json.RawMessage, upstreamModel string) ([]byte, bool, *apierr.Error) {
-	b := &anthropicRequestBuilder{fields: fields}
+	return anthropicChatRequest(fields, upstreamModel, false)
+}
+
+// anthropicChatRequest is AnthropicChatRequestFields; general keeps the
+// conversation off the fast path (the tests compare the two).
+func anthropicChatRequest(fields map[string]json.RawMessage, upstreamModel string, general bool) ([]byte, bool, *apierr.Error) {
+	b := &anthropicRequestBuilder{fields: fields, general: general}
 	b.req.Model = upstreamModel
 	if e := b.rejectUnsupported(); e != nil {
 		return nil, false, e
@@ -88,6 +94,9 @@ func AnthropicChatRequestFields(fields map[string]json.RawMessage, upstreamModel
 		return nil, false, e
 	}
 	data := encodeJSON(&b.req)
+	if data != nil && b.fast != nil {
+		data = spliceFastConversation(data, *b.fast)
+	}
 	if data == nil {
 		return nil, false, errInvalidRequest("request could not be translated for an anthropic-type provider")
 	}
@@ -101,6 +110,11 @@ type anthropicRequestBuilder struct {
 	fields map[string]json.RawMessage
 	req    anthropicWireRequest
 	system []string
+	// fast is the conversation read on the fast path
+	// (hub_anthropic_fast.go), spliced into the encoded request; general
+	// (tests only) keeps every request on the general path.
+	fast    *anthropicFastConversation
+	general bool
 }
 
 // anthropicUnsupported is the 400 for a meaningful parameter Anthropic

@@ -16,6 +16,9 @@ import (
 // messages converts the conversation: system text is hoisted, the rest
 // becomes alternating user/assistant turns.
 func (b *anthropicRequestBuilder) messages() *apierr.Error {
+	if b.fastConversation() {
+		return nil
+	}
 	raw, ok := b.field("messages")
 	if !ok {
 		return errInvalidRequest("\"messages\" is required")
