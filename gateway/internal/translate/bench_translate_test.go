@@ -234,3 +234,33 @@ func BenchmarkTranslateStream500(b *testing.B) {
 		}
 	})
 }
+
+// benchAnthropicShortStream is a short reply as Anthropic streams it (12
+// events: loadbench's and the gateway benchmark's): the per-stream work
+// (message_start, the block's start, message_delta, the role, finish and
+// usage chunks) outweighs the four deltas.
+var benchAnthropicShortStream = func() []byte {
+	var b bytes.Buffer
+	ev := func(name, data string) { b.WriteString("event: " + name + "\ndata: " + data + "\n\n") }
+	ev("message_start", `{"type":"message_start","message":{"id":"msg_bench","type":"message","role":"assistant","model":"bench-claude","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":180,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1}}}`)
+	ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
+	ev("ping", `{"type": "ping"}`)
+	for _, t := range []string{"Hello", " from", " the", " bench."} {
+		ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"`+t+`"}}`)
+	}
+	ev("content_block_stop", `{"type":"content_block_stop","index":0}`)
+	ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":6}}`)
+	ev("message_stop", `{"type":"message_stop"}`)
+	return b.Bytes()
+}()
+
+func BenchmarkTranslateStreamShort(b *testing.B) {
+	b.Run("anthropic", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if translateStream(b, benchAnthropicShortStream, NewAnthropicStream(benchTC())) == 0 {
+				b.Fatal("no output")
+			}
+		}
+	})
+}

@@ -377,6 +377,9 @@ var plainEventCases = []string{
 	`{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t","name":"f","input":{}}}`,
 	`{"type":"content_block_start","index":00,"content_block":{"type":"text","text":""}}`,
 	`{"type":"content_block_start","index":,"content_block":{"type":"text","text":""}}`,
+	`{"type":"content_block_start","index":3,"content_block":{"type":"thinking","thinking":"","signature":""}}`,
+	`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":"","citations":[]}}`,
+	`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","text":""}}`,
 }
 
 // checkPlainEvent: whatever the fast path takes, the decode reads the
@@ -386,6 +389,12 @@ func checkPlainEvent(t *testing.T, data []byte) {
 	t.Helper()
 	var tk textChunker
 	textPrefix(&tk, Context{}, "x")
+	if plainBlockStartShape.Match(data) {
+		var ev anthropicWireEvent
+		if err := json.Unmarshal(data, &ev); err != nil || ev.Type != "content_block_start" || ev.ContentBlock == nil || ev.ContentBlock.Type == "tool_use" {
+			t.Fatalf("%q: passed over as a text block's start, decodes as %+v (%v)", data, ev, err)
+		}
+	}
 	if quoted, ok := plainTextDelta(data); ok {
 		var ev anthropicWireEvent
 		if err := json.Unmarshal(data, &ev); err != nil || ev.Type != "content_block_delta" || ev.Delta == nil || ev.Delta.Type != "text_delta" {
@@ -407,6 +416,16 @@ func TestAnthropicStreamPlainEvents(t *testing.T) {
 	// The first three deltas are taken; the rest are not.
 	if taken[true] != 3 {
 		t.Fatalf("the fast path took %d of the cases, want 3", taken[true])
+	}
+	starts := 0
+	for _, c := range plainEventCases {
+		if plainBlockStartShape.MatchString(c) {
+			starts++
+		}
+	}
+	// A text block's start at index 0 and a thinking block's.
+	if starts != 2 {
+		t.Fatalf("%d block starts passed over, want 2", starts)
 	}
 }
 

@@ -73,6 +73,11 @@ func (s *anthropicStream) Event(ev sse.Event, out []Payload) ([]Payload, *apierr
 	// The text deltas, nearly every event of a stream, in the exact
 	// shape Anthropic sends them, are read without a decode: what a
 	// decode and quoteWith would make of them.
+	// A text or thinking block's start, once a block, says nothing the
+	// chunks carry: in its exact shape it is passed over undecoded.
+	if kind == "content_block_start" && plainBlockStartShape.Match(ev.Data) {
+		return out, nil
+	}
 	if kind == "content_block_delta" {
 		if quoted, ok := plainTextDelta(ev.Data); ok {
 			if len(quoted) == 2 {
@@ -248,3 +253,8 @@ func plainTextDelta(data []byte) ([]byte, bool) {
 // block index an int holds, textDeltaMid, a text of no quote, backslash
 // or control byte, textDeltaTail).
 var plainTextDeltaShape = regexp.MustCompile(`^\{"type":"content_block_delta","index":(?:0|[1-9][0-9]{0,8}),"delta":\{"type":"text_delta","text":"[^"\\\x00-\x1f]*"\}\}$`)
+
+// plainBlockStartShape is the exact start of a text or thinking block
+// as Anthropic sends it, which the decode would read as a block that is
+// not a tool_use and pass over.
+var plainBlockStartShape = regexp.MustCompile(`^\{"type":"content_block_start","index":(?:0|[1-9][0-9]{0,8}),"content_block":\{"type":"(?:text","text":""|thinking","thinking":"","signature":"")\}\}$`)
