@@ -63,7 +63,7 @@ type Gateway struct {
 	// its format's keepalive event (keepaliveEvery; tests shorten it).
 	keepaliveEvery time.Duration
 	// headerHold is how long a stream's headers wait for its first bytes
-	// (headerHold; tests lengthen it).
+	// (headerHold; tests change it).
 	headerHold time.Duration
 	// recordHook, when set, receives every request record (record.go)
 	// as its request ends.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/translate"
@@ -242,74 +241,4 @@ func localExchange(o *outbound) *exchange {
 	_, wd := startWatchdog(context.Background(), time.Hour)
 	wd.stop()
 	return &exchange{resp: resp, body: http.NoBody, data: o.local, wd: wd}
-}
-
-// keepaliveEvery is how long a translated stream's upstream may be
-// silent before the gateway writes the format's keepalive event.
-const keepaliveEvery = 10 * time.Second
-
-// keepalive writes a format's keepalive event whenever nothing was
-// written to the stream for its period. Every write of the stream goes
-// through it (write), so the two never interleave.
-type keepalive struct {
-	mu      sync.Mutex
-	w       http.ResponseWriter
-	flusher http.Flusher
-	event   []byte
-	every   time.Duration
-	timer   *time.Timer
-	stopped bool
-	// log and trace name the request in a panic's log line.
-	log   *logger
-	trace *requestTrace
-}
-
-func startKeepalive(w http.ResponseWriter, f http.Flusher, event []byte, every time.Duration, log *logger, tr *requestTrace) *keepalive {
-	k := &keepalive{w: w, flusher: f, event: event, every: every, log: log, trace: tr}
-	k.mu.Lock()
-	k.timer = time.AfterFunc(every, func() { keepaliveFire(k) })
-	k.mu.Unlock()
-	return k
-}
-
-// keepaliveFire writes the keepalive event and arms the next one (a
-// timer goroutine: it recovers; after a panic no keepalive follows).
-func keepaliveFire(k *keepalive) {
-	defer recoverBackground(k.log, "stream keepalive", k.trace.logTail)
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.stopped {
-		return
-	}
-	if panicProbe != nil {
-		panicProbe("keepalive", k.trace.requestID)
-	}
-	_, _ = k.w.Write(k.event)
-	if k.flusher != nil {
-		k.flusher.Flush()
-	}
-	k.timer.Reset(k.every)
-}
-
-// keepaliveWrite writes b (and flushes) with the keepalive held off, and
-// restarts its period; the write's error.
-func keepaliveWrite(k *keepalive, b []byte) error {
-	k.mu.Lock()
-	_, err := k.w.Write(b)
-	if k.flusher != nil {
-		k.flusher.Flush()
-	}
-	if !k.stopped {
-		k.timer.Reset(k.every)
-	}
-	k.mu.Unlock()
-	return err
-}
-
-// keepaliveStop ends the keepalive; nothing is written by it afterwards.
-func keepaliveStop(k *keepalive) {
-	k.mu.Lock()
-	k.stopped = true
-	k.timer.Stop()
-	k.mu.Unlock()
 }

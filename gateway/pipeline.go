@@ -58,10 +58,10 @@ type call struct {
 	statsDone bool
 	// loop is the request's tool loop (mcp_loop.go); nil: none.
 	loop *toolLoop
-	// head holds a stream's response headers until its first write
-	// (stream_headers.go); nil: not held.
-	head *heldHeaders
-	rec  requestRecord
+	// sw writes a metered stream once startStream has written its
+	// headers (stream_writer.go); nil until then.
+	sw  *streamWriter
+	rec requestRecord
 }
 
 func newCall(g *Gateway, w http.ResponseWriter, r *http.Request, rt *route, tr *requestTrace) *call {

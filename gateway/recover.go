@@ -20,7 +20,7 @@ import (
 //   - finish, the record stage of every route that builds a call (the
 //     metered routes, native passthrough, the MCP/A2A proxy, POST /mcp):
 //     deferred first, it runs after the route's other deferred releases
-//     (the upstream body, the provider slot, the keepalive), writes the
+//     (the upstream body, the provider slot, the stream's timer), writes the
 //     answer (containCallPanic), and then completes the record as for
 //     any request — the reservation released, the statistics and the
 //     record emitted with status 500 (or the stream's 200) and code
@@ -29,11 +29,11 @@ import (
 //     answers itself (listings, admin, metrics, the dispatch itself);
 //   - recoverBackground (or its own recover calling
 //     logBackgroundPanic), deferred first by every goroutine and timer
-//     callback of the gateway's code a request starts: stream
-//     keepalives, reservation renewals, model discovery, the target
-//     probe sweep, the MCP listing fan-out, the success-rate and event
-//     flush loops (the watchdog and body-stall timers only cancel a
-//     context or give a slot back).
+//     callback of the gateway's code a request starts: the stream
+//     writer's timer (held headers, keepalives), reservation renewals,
+//     model discovery, the target probe sweep, the MCP listing fan-out,
+//     the success-rate and event flush loops (the watchdog and
+//     body-stall timers only cancel a context or give a slot back).
 //
 // Nothing written yet, the answer is a 500 in the route's own envelope
 // (writePanicAnswer). Once the headers are out, a metered stream gets
@@ -61,8 +61,8 @@ const (
 // with the stage's name and the request's id, so a test can panic there:
 // "trace" (startTrace: every gateway answer starts there), "count" (a
 // call counted and, for a budgeted caller, reserved), "stream" (a
-// metered stream's headers sent) and "keepalive" (a stream keepalive's
-// timer goroutine).
+// metered stream's headers sent) and "keepalive" (the stream writer's
+// timer goroutine, about to write a keepalive event).
 var panicProbe func(stage, requestID string)
 
 // errInternal is the answer of a request whose handling panicked.

@@ -80,9 +80,10 @@ type relayAccount struct {
 // in the run and written and flushed together, once the run is
 // relayed: one write and one flush per upstream read, as a bare
 // httputil.ReverseProxy makes, never holding an event back for one that
-// has not arrived. head, when not nil, is the stream's held headers
-// (stream_headers.go), released before the first write.
-func relayEventStream(w http.ResponseWriter, body io.Reader, limit int64, endMark []byte, isEnd func(sse.Event) bool, onEvent func(sse.Event), acct *relayAccount, head *heldHeaders) sseRelayResult {
+// has not arrived. sw, when not nil, is the stream's writer
+// (stream_writer.go), for a stream without a keepalive: its timer is
+// stopped before the first write, whose flush carries the held headers.
+func relayEventStream(w http.ResponseWriter, body io.Reader, limit int64, endMark []byte, isEnd func(sse.Event) bool, onEvent func(sse.Event), acct *relayAccount, sw *streamWriter) sseRelayResult {
 	var res sseRelayResult
 	flusher, _ := w.(http.Flusher)
 	rd := sse.NewReader(body, limit)
@@ -185,8 +186,8 @@ func relayEventStream(w http.ResponseWriter, body io.Reader, limit int64, endMar
 				// Longer than its place in the run (message_start, once per
 				// stream): what came before goes out first, then the event,
 				// and the rest of the run is compacted from its start.
-				releaseHeaders(head)
-				head = nil
+				stopStream(sw)
+				sw = nil
 				if werr := writeRelayed(w, run[:kept], raw); werr != nil {
 					return relayWriteFailed(res, rd, werr)
 				}
@@ -206,9 +207,9 @@ func relayEventStream(w http.ResponseWriter, body io.Reader, limit int64, endMar
 			kept = len(run)
 		}
 		if kept > 0 {
-			if head != nil {
-				releaseHeaders(head)
-				head = nil
+			if sw != nil {
+				stopStream(sw)
+				sw = nil
 			}
 			if _, werr := w.Write(run[:kept]); werr != nil {
 				return relayWriteFailed(res, rd, werr)

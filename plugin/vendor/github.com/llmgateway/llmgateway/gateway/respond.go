@@ -41,7 +41,7 @@ func respond(c *call, x *exchange, o *outbound) *outcome {
 	if o.stream {
 		g := startWriteGuard(c.w, x.wd)
 		defer stopWriteGuard(g)
-		defer releaseStreamHeaders(c)
+		defer stopCallStream(c)
 	}
 	switch {
 	case o.binary:
@@ -111,17 +111,17 @@ func decodeWhole(o *outbound, data []byte, out *outcome) *apiError {
 	return nil
 }
 
-// releaseStreamHeaders ends the hold on a stream's headers, if any.
-func releaseStreamHeaders(c *call) {
-	releaseHeaders(c.head)
+// stopCallStream ends the timer of c's stream, if any (stopStream).
+func stopCallStream(c *call) {
+	stopStream(c.sw)
 }
 
 // startStream writes an event stream's headers, so the client sees the
-// response start before the first token: they go out with the stream's
-// first bytes, or on their own after headerHold (heldHeaders) — unless
-// hold is false (a stream with a keepalive, whose timer writes too):
-// then they are flushed at once.
-func startStream(c *call, status int, hold bool) {
+// response start before the first token, and starts the stream's writer
+// (c.sw): the headers go out with the stream's first bytes, or on their
+// own after headerHold; keepalive, when not nil, is the format's
+// keepalive event, written while the stream is silent (streamWriter).
+func startStream(c *call, status int, keepalive []byte) {
 	h := c.w.Header()
 	if ct := c.format.streamContentType; ct != "" {
 		h.Set("Content-Type", ct)
@@ -133,39 +133,10 @@ func startStream(c *call, status int, hold bool) {
 	h.Del("Content-Length")
 	noteWrite(&c.rec, status)
 	c.w.WriteHeader(status)
-	if f, ok := c.w.(http.Flusher); ok {
-		if hold {
-			c.head = holdHeaders(c, f)
-		} else {
-			f.Flush()
-		}
-	}
+	f, _ := c.w.(http.Flusher)
+	c.sw = startStreamWriter(c, f, keepalive)
 	if panicProbe != nil {
 		panicProbe("stream", c.trace.requestID)
-	}
-}
-
-// streamWriter writes stream bytes to the client and flushes after each
-// write. It writes to the writer the host handed the gateway: its Flush
-// is what pushes bytes out (a wrapper would buffer under Yaegi).
-type streamWriter struct {
-	w       http.ResponseWriter
-	flusher http.Flusher
-	buf     []byte
-}
-
-func newStreamWriter(w http.ResponseWriter) *streamWriter {
-	f, _ := w.(http.Flusher)
-	return &streamWriter{w: w, flusher: f}
-}
-
-func (s *streamWriter) write(b []byte) {
-	if len(b) == 0 {
-		return
-	}
-	_, _ = s.w.Write(b)
-	if s.flusher != nil {
-		s.flusher.Flush()
 	}
 }
 
@@ -197,11 +168,11 @@ func releaseRequestBodies(c *call, o *outbound) {
 func relayEvents(c *call, x *exchange, o *outbound) *outcome {
 	p := o.provider
 	copyResponseHeaders(c.w.Header(), x.resp.Header)
-	startStream(c, x.resp.StatusCode, true)
+	startStream(c, x.resp.StatusCode, nil)
 	out := &outcome{status: x.resp.StatusCode, streamed: true, requestBytes: len(c.req.raw)}
 	releaseRequestBodies(c, o)
 	acct := &relayAccount{strip: o.stripUsage, startModel: o.startModel}
-	res := relayEventStream(c.w, x.body, maxUpstreamResponseBytes, c.format.streamEndMark, c.format.isStreamEnd, nil, acct, c.head)
+	res := relayEventStream(c.w, x.body, maxUpstreamResponseBytes, c.format.streamEndMark, c.format.isStreamEnd, nil, acct, c.sw)
 	out.usage = acct.usage
 	out.contentBytes = acct.content
 	if c.r.Context().Err() != nil || res.clientGone {
@@ -217,7 +188,7 @@ func relayEvents(c *call, x *exchange, o *outbound) *outcome {
 	case !res.sawEnd:
 		e = errStreamTruncated(p.name, "ended without "+c.format.streamEndName)
 	}
-	endStream(c, newStreamWriter(c.w), out, e, res.events)
+	endStream(c, c.sw, out, e, res.events)
 	return out
 }
 
@@ -226,15 +197,10 @@ func relayEvents(c *call, x *exchange, o *outbound) *outcome {
 // format; what one upstream read brought is written and flushed at once.
 func relayTranslated(c *call, x *exchange, o *outbound, st translate.StreamTranslator) *outcome {
 	p := o.provider
-	startStream(c, http.StatusOK, c.format.keepalive == nil)
+	startStream(c, http.StatusOK, c.format.keepalive)
 	out := &outcome{status: http.StatusOK, streamed: true, requestBytes: len(c.req.raw)}
 	releaseRequestBodies(c, o)
-	sw := newStreamWriter(c.w)
-	var ka *keepalive
-	if c.format.keepalive != nil {
-		ka = startKeepalive(c.w, sw.flusher, c.format.keepalive, c.g.keepaliveEvery, c.g.log, c.trace)
-		defer keepaliveStop(ka)
-	}
+	sw := c.sw
 	rd := sse.NewReader(x.body, maxUpstreamResponseBytes)
 	var payloads []translate.Payload
 	frame := c.format.frame
@@ -256,11 +222,8 @@ func relayTranslated(c *call, x *exchange, o *outbound, st translate.StreamTrans
 				if e = attributed(p, e); e == nil {
 					sw.buf = append(sw.buf, c.format.streamEnd...)
 				}
-				releaseHeaders(c.head)
-				if ka != nil {
-					_ = keepaliveWrite(ka, sw.buf)
-				} else {
-					sw.write(sw.buf)
+				if len(sw.buf) > 0 {
+					_ = streamWrite(sw, sw.buf)
 				}
 			} else {
 				e = streamReadFailure(p.name, x.wd, c.r.Context(), err)
@@ -284,16 +247,7 @@ func relayTranslated(c *call, x *exchange, o *outbound, st translate.StreamTrans
 			sw.buf = buf
 		}
 		if len(sw.buf) > 0 && (e != nil || !rd.Buffered() && !rd.Ended()) {
-			releaseHeaders(c.head)
-			var werr error
-			if ka != nil {
-				werr = keepaliveWrite(ka, sw.buf)
-			} else {
-				_, werr = c.w.Write(sw.buf)
-				if sw.flusher != nil {
-					sw.flusher.Flush()
-				}
-			}
+			werr := streamWrite(sw, sw.buf)
 			sw.buf = sw.buf[:0]
 			if werr != nil {
 				// The client is gone, or stopped taking the stream (writeGuard).
@@ -310,15 +264,12 @@ func relayTranslated(c *call, x *exchange, o *outbound, st translate.StreamTrans
 	}
 	out.usage = st.Usage()
 	if e != nil {
-		if ka != nil {
-			keepaliveStop(ka)
-		}
+		stopStream(sw)
 		if fail := c.format.translatedFailure; fail != nil {
 			// The format's failure event is the translator's: written in
 			// band already, or asked for now.
 			if !inBand {
 				sw.buf = c.format.framePayloads(sw.buf[:0], fail(st, e, nil))
-				releaseHeaders(c.head)
 				sw.write(sw.buf)
 			}
 			out.err = e
@@ -342,7 +293,6 @@ func endStream(c *call, sw *streamWriter, out *outcome, e *apiError, events int)
 	noteError(&c.rec, e)
 	c.g.log.errorf("%s (after %d events)%s", e.Error(), events, c.trace.logTail)
 	sw.buf = c.format.streamError(sw.buf[:0], e)
-	releaseHeaders(c.head)
 	sw.write(sw.buf)
 }
 
