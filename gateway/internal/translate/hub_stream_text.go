@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 )
 
 // The content chunk, the one payload nearly every event of a translated
@@ -47,10 +49,6 @@ func quotedTextPayload(t *textChunker, tc Context, id string, quoted []byte) Pay
 // textPrefix builds the chunk's bytes up to its content string, once per
 // stream id.
 func textPrefix(t *textChunker, tc Context, id string) {
-	if t.enc == nil {
-		t.enc = json.NewEncoder(&t.q)
-		t.enc.SetEscapeHTML(false)
-	}
 	if t.prefix == nil || t.id != id {
 		p := append([]byte(nil), `{"id":`...)
 		p = append(p, quoteWith(t, id)...)
@@ -108,6 +106,19 @@ func textChunk(t *textChunker, quoted []byte) Payload {
 // use.
 func quoteWith(t *textChunker, s string) []byte {
 	t.q.Reset()
+	// A string the encoder would escape nothing in (the ids, models and
+	// finish reasons, most texts) is its bytes between quotes.
+	if !strings.ContainsAny(s, jsonSpecial) && utf8.ValidString(s) &&
+		(strings.IndexByte(s, 0xE2) < 0 || !strings.Contains(s, "\u2028") && !strings.Contains(s, "\u2029")) {
+		t.q.WriteByte('"')
+		t.q.WriteString(s)
+		t.q.WriteByte('"')
+		return t.q.Bytes()
+	}
+	if t.enc == nil {
+		t.enc = json.NewEncoder(&t.q)
+		t.enc.SetEscapeHTML(false)
+	}
 	if t.enc.Encode(s) != nil { // a string always encodes
 		return []byte(`""`)
 	}
