@@ -160,7 +160,7 @@ type Reader struct {
 // stream soon reads in large pieces; an event larger than the buffer
 // grows it beyond that.
 const (
-	readerStartSize = 4 << 10
+	readerStartSize = 1 << 10
 	readerReadSize  = 32 << 10
 )
 
