@@ -25,7 +25,7 @@ func BenchmarkRelaySSE500(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	for i := 0; i < b.N; i++ {
 		w := &discardFlusher{}
-		res := relayEventStream(w, bytes.NewReader(data), maxUpstreamResponseBytes, openAIFormat.streamEndMark, openAIFormat.isStreamEnd, nil, &relayAccount{}, nil)
+		res := relayEventStream(w, bytes.NewReader(data), maxUpstreamResponseBytes, openAIFormat.streamEndMark, openAIFormat.isStreamEnd, nil, &relayAccount{})
 		if !res.sawEnd || res.events != 501 {
 			b.Fatal("no [DONE]")
 		}
@@ -50,7 +50,7 @@ func BenchmarkRelaySSE500Trickled(b *testing.B) {
 		w.Body.Reset()
 		body := trickle(data)
 		b.StartTimer()
-		res := relayEventStream(w, body, maxUpstreamResponseBytes, openAIFormat.streamEndMark, openAIFormat.isStreamEnd, nil, &relayAccount{}, nil)
+		res := relayEventStream(w, body, maxUpstreamResponseBytes, openAIFormat.streamEndMark, openAIFormat.isStreamEnd, nil, &relayAccount{})
 		if !res.sawEnd || res.events != 501 {
 			b.Fatal("no [DONE]")
 		}
@@ -85,7 +85,7 @@ func BenchmarkRelaySSE500Usage(b *testing.B) {
 			b.SetBytes(int64(len(data)))
 			for i := 0; i < b.N; i++ {
 				acct := &relayAccount{strip: strip}
-				res := relayEventStream(&discardFlusher{}, bytes.NewReader(data), maxUpstreamResponseBytes, openAIFormat.streamEndMark, openAIFormat.isStreamEnd, nil, acct, nil)
+				res := relayEventStream(&discardFlusher{}, bytes.NewReader(data), maxUpstreamResponseBytes, openAIFormat.streamEndMark, openAIFormat.isStreamEnd, nil, acct)
 				if !res.sawEnd || !acct.usage.Reported {
 					b.Fatal("no [DONE] or no usage")
 				}
@@ -113,7 +113,7 @@ func BenchmarkRelaySSE500UsageTrickled(b *testing.B) {
 				body := trickle(data)
 				b.StartTimer()
 				acct := &relayAccount{strip: strip}
-				res := relayEventStream(w, body, maxUpstreamResponseBytes, openAIFormat.streamEndMark, openAIFormat.isStreamEnd, nil, acct, nil)
+				res := relayEventStream(w, body, maxUpstreamResponseBytes, openAIFormat.streamEndMark, openAIFormat.isStreamEnd, nil, acct)
 				if !res.sawEnd || !acct.usage.Reported {
 					b.Fatal("no [DONE] or no usage")
 				}

@@ -62,9 +62,6 @@ type Gateway struct {
 	// keepaliveEvery is the silence after which a translated stream gets
 	// its format's keepalive event (keepaliveEvery; tests shorten it).
 	keepaliveEvery time.Duration
-	// headerHold is how long a stream's headers wait for its first bytes
-	// (headerHold; tests change it).
-	headerHold time.Duration
 	// recordHook, when set, receives every request record (record.go)
 	// as its request ends.
 	recordHook func(*requestRecord)
@@ -97,7 +94,6 @@ func New(next http.Handler, cfg *Config, opts Options) (*Gateway, error) {
 		throttle:       newAuthThrottle(nil),
 		started:        time.Now(),
 		keepaliveEvery: keepaliveEvery,
-		headerHold:     headerHold,
 		sweeper:        newTargetSweeper(),
 	}
 	for i := 0; i < len(compiled.warnings); i++ {

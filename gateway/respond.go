@@ -116,11 +116,12 @@ func stopCallStream(c *call) {
 	stopStream(c.sw)
 }
 
-// startStream writes an event stream's headers, so the client sees the
-// response start before the first token, and starts the stream's writer
-// (c.sw): the headers go out with the stream's first bytes, or on their
-// own after headerHold; keepalive, when not nil, is the format's
+// startStream writes and flushes an event stream's headers, so the
+// client sees the response start before the first token, and starts the
+// stream's writer (c.sw); keepalive, when not nil, is the format's
 // keepalive event, written while the stream is silent (streamWriter).
+// The flush is here, not in the relay: net/http writes the headers in
+// it, which would grow a held stream's goroutine stack if done deeper.
 func startStream(c *call, status int, keepalive []byte) {
 	h := c.w.Header()
 	if ct := c.format.streamContentType; ct != "" {
@@ -134,6 +135,9 @@ func startStream(c *call, status int, keepalive []byte) {
 	noteWrite(&c.rec, status)
 	c.w.WriteHeader(status)
 	f, _ := c.w.(http.Flusher)
+	if f != nil {
+		f.Flush()
+	}
 	c.sw = startStreamWriter(c, f, keepalive)
 	if panicProbe != nil {
 		panicProbe("stream", c.trace.requestID)
@@ -172,7 +176,7 @@ func relayEvents(c *call, x *exchange, o *outbound) *outcome {
 	out := &outcome{status: x.resp.StatusCode, streamed: true, requestBytes: len(c.req.raw)}
 	releaseRequestBodies(c, o)
 	acct := &relayAccount{strip: o.stripUsage, startModel: o.startModel}
-	res := relayEventStream(c.w, x.body, maxUpstreamResponseBytes, c.format.streamEndMark, c.format.isStreamEnd, nil, acct, c.sw)
+	res := relayEventStream(c.w, x.body, maxUpstreamResponseBytes, c.format.streamEndMark, c.format.isStreamEnd, nil, acct)
 	out.usage = acct.usage
 	out.contentBytes = acct.content
 	if c.r.Context().Err() != nil || res.clientGone {

@@ -35,7 +35,7 @@ func FuzzRelayGatedMatchesUngated(f *testing.F) {
 			translate.UsageFromJSON(ev.Data, &uAll)
 		})
 		gated := &flushRecorder{ResponseRecorder: httptest.NewRecorder()}
-		resGated := relayEventStream(gated, bytes.NewReader(data), 1<<20, openAIFormat.streamEndMark, openAIFormat.isStreamEnd, nil, gatedAcct, nil)
+		resGated := relayEventStream(gated, bytes.NewReader(data), 1<<20, openAIFormat.streamEndMark, openAIFormat.isStreamEnd, nil, gatedAcct)
 		uGated := gatedAcct.usage
 		if resAll != resGated || uAll != uGated || !bytes.Equal(all.Body.Bytes(), gated.Body.Bytes()) {
 			t.Fatalf("in %q:\n every event: %+v %+v %q\n gated:       %+v %+v %q", data, resAll, uAll, all.Body.Bytes(), resGated, uGated, gated.Body.Bytes())
@@ -68,7 +68,7 @@ func TestRelayStartModelInARun(t *testing.T) {
 		}
 		w := &flushRecorder{ResponseRecorder: httptest.NewRecorder()}
 		acct := &relayAccount{startModel: []byte(`"a-much-longer-client-model"`)}
-		res := relayEventStream(w, body, 1<<20, anthropicFormat.streamEndMark, anthropicFormat.isStreamEnd, nil, acct, nil)
+		res := relayEventStream(w, body, 1<<20, anthropicFormat.streamEndMark, anthropicFormat.isStreamEnd, nil, acct)
 		if got := w.Body.String(); got != want || res.err != nil || res.events != 3 || !res.sawEnd || acct.content != 2 {
 			t.Fatalf("trickled %v: client got\n%q\nwant\n%q\n(result %+v, text %d)", trickled, got, want, res, acct.content)
 		}

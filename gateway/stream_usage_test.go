@@ -115,7 +115,7 @@ func relayUsageCase(t *testing.T, in string, trickled bool, strip bool) (string,
 	}
 	w := &flushRecorder{ResponseRecorder: httptest.NewRecorder()}
 	acct := &relayAccount{strip: strip}
-	res := relayEventStream(w, body, 1<<20, openAIFormat.streamEndMark, openAIFormat.isStreamEnd, nil, acct, nil)
+	res := relayEventStream(w, body, 1<<20, openAIFormat.streamEndMark, openAIFormat.isStreamEnd, nil, acct)
 	return w.Body.String(), acct, res
 }
 

@@ -6,37 +6,24 @@ import (
 	"time"
 )
 
-// headerHold is how long an event stream's response headers, written
-// when the upstream's arrived, may wait to go out with the stream's first
-// bytes before they are flushed on their own. Sent together, they cost
-// one write to the client instead of two, and the client one read; sent
-// after at most headerHold, a proxy in front still never times out
-// waiting for headers while a reasoning model thinks before its first
-// token.
-const headerHold = 20 * time.Millisecond
-
 // keepaliveEvery is how long a translated stream's upstream may be
 // silent before the gateway writes the format's keepalive event.
 const keepaliveEvery = 10 * time.Second
 
 // streamWriter writes a metered stream to the client: the writer the
 // host handed the gateway (its Flush is what pushes bytes out; a wrapper
-// would buffer under Yaegi), flushed after each write, and one timer
-// that writes when the relay does not:
-//
-//   - the headers, written by startStream but not flushed, go out with
-//     the stream's first bytes, or alone once headerHold has passed
-//     without any;
-//   - a stream whose format has a keepalive event (Anthropic's ping) gets
-//     it whenever nothing was written for keepaliveEvery (the first
-//     period starts when the headers go out).
+// would buffer under Yaegi), flushed after each write. startStream has
+// flushed the headers already. A stream whose format has a keepalive
+// event (Anthropic's ping) also gets a timer that writes it whenever
+// nothing was written for keepaliveEvery (the first period starts with
+// the stream).
 //
 // While the timer can write, the relay writes through streamWrite,
 // under the lock the timer writes under: the writer is not safe for
 // concurrent use, and a keepalive never splits an event. stopStream
 // ends the timer's part; after it the relay writes on its own (w,
-// flusher, write). A stream without a keepalive event needs the timer
-// only until its first write, which stops it.
+// flusher, write). A stream without a keepalive event has no timer: it
+// starts stopped, and its writes go straight to the writer.
 type streamWriter struct {
 	w       http.ResponseWriter
 	flusher http.Flusher
@@ -45,50 +32,45 @@ type streamWriter struct {
 
 	mu    sync.Mutex
 	timer *time.Timer
-	// event is the format's keepalive event (nil: none), every its
-	// period.
+	// event is the format's keepalive event, every its period.
 	event []byte
 	every time.Duration
-	// headersOut: the headers were flushed (by the timer or with a
-	// write). stopped: the timer writes nothing more; only the relay's
-	// goroutine sets it (under mu), so it reads it without the lock.
-	// pending: the timer is armed and its fire has not run yet. skip: a
-	// write re-armed the timer after it had fired, so the fire waiting
-	// for the lock is stale and writes nothing.
-	headersOut bool
-	stopped    bool
-	pending    bool
-	skip       bool
+	// stopped: the timer writes nothing more (or there is none); only
+	// the relay's goroutine sets it (under mu), so it reads it without
+	// the lock. pending: the timer is armed and its fire has not run
+	// yet. skip: a write re-armed the timer after it had fired, so the
+	// fire waiting for the lock is stale and writes nothing.
+	stopped bool
+	pending bool
+	skip    bool
 	// log and trace name the request in a panic's log line.
 	log   *logger
 	trace *requestTrace
 }
 
 // startStreamWriter starts writing c's stream, whose headers are
-// written but not flushed, to f's writer (f nil: the writer cannot
-// flush); keepalive is the format's keepalive event, nil for a stream
-// that gets none.
+// flushed, to f's writer (f nil: the writer cannot flush); keepalive is
+// the format's keepalive event, nil for a stream that gets none (and
+// so no timer).
 func startStreamWriter(c *call, f http.Flusher, keepalive []byte) *streamWriter {
 	s := &streamWriter{w: c.w, flusher: f, event: keepalive, every: c.g.keepaliveEvery, log: c.g.log, trace: c.trace}
-	if f == nil && keepalive == nil {
-		s.stopped = true // nothing to hold, nothing to keep alive
+	if keepalive == nil {
+		s.stopped = true // nothing to keep alive
 		return s
 	}
 	// Locked: the fire re-arms s.timer.
 	s.mu.Lock()
-	s.timer = time.AfterFunc(c.g.headerHold, func() { streamWriterFire(s) })
+	s.timer = time.AfterFunc(s.every, func() { streamWriterFire(s) })
 	s.pending = true
 	s.mu.Unlock()
 	return s
 }
 
-// streamWriterFire is the timer: it flushes the headers the relay has
-// not sent yet, else writes the keepalive event, and arms the next
-// keepalive (a timer goroutine: it recovers; after a panic no keepalive
-// follows until the relay writes again).
+// streamWriterFire is the timer: it writes the keepalive event and arms
+// the next one (a timer goroutine: it recovers; after a panic no
+// keepalive follows until the relay writes again).
 func streamWriterFire(s *streamWriter) {
-	task := "stream headers"
-	defer recoverStreamWriter(s, &task)
+	defer recoverBackground(s.log, "stream keepalive", s.trace.logTail)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopped {
@@ -99,18 +81,6 @@ func streamWriterFire(s *streamWriter) {
 		return
 	}
 	s.pending = false
-	if !s.headersOut {
-		s.headersOut = true
-		if s.flusher != nil {
-			s.flusher.Flush()
-		}
-		if s.event != nil {
-			s.timer.Reset(s.every)
-			s.pending = true
-		}
-		return
-	}
-	task = "stream keepalive"
 	if panicProbe != nil {
 		panicProbe("keepalive", s.trace.requestID)
 	}
@@ -122,18 +92,8 @@ func streamWriterFire(s *streamWriter) {
 	s.pending = true
 }
 
-// recoverStreamWriter is the timer's recoverBackground: its log line
-// names what the fire was doing (*task).
-func recoverStreamWriter(s *streamWriter, task *string) {
-	if v := recover(); v != nil {
-		logBackgroundPanic(s.log, *task, s.trace.logTail, v)
-	}
-}
-
-// streamWrite writes b and flushes it (with the headers, if still
-// held), the timer held off; the write's error. It restarts the
-// keepalive period, or, for a stream without a keepalive, ends the
-// timer: the headers are out.
+// streamWrite writes b and flushes it, the timer held off; the write's
+// error. It restarts the keepalive period.
 func streamWrite(s *streamWriter, b []byte) error {
 	if s.stopped {
 		_, err := s.w.Write(b)
@@ -143,29 +103,22 @@ func streamWrite(s *streamWriter, b []byte) error {
 		return err
 	}
 	s.mu.Lock()
-	s.headersOut = true
 	_, err := s.w.Write(b)
 	if s.flusher != nil {
 		s.flusher.Flush()
 	}
-	if s.event == nil {
-		s.stopped = true
-		s.timer.Stop()
-	} else {
-		// A fire that has not run though its timer has expired waits for
-		// the lock: it is stale, this write restarts the period.
-		if !s.timer.Reset(s.every) && s.pending {
-			s.skip = true
-		}
-		s.pending = true
+	// A fire that has not run though its timer has expired waits for the
+	// lock: it is stale, this write restarts the period.
+	if !s.timer.Reset(s.every) && s.pending {
+		s.skip = true
 	}
+	s.pending = true
 	s.mu.Unlock()
 	return err
 }
 
 // stopStream ends the timer's part: nothing is written by it
-// afterwards, and a write it is making is waited for. Held headers go
-// with the relay's next flush. nil does nothing.
+// afterwards, and a write it is making is waited for. nil does nothing.
 func stopStream(s *streamWriter) {
 	if s == nil || s.stopped {
 		return

@@ -12,45 +12,62 @@ import (
 	"time"
 )
 
-// A stream's headers go out with its first event: the first flush comes
-// after the event's bytes, not before them (the hold outlasts the test),
-// relayed and translated alike, a translated stream with a keepalive
-// (Messages from an OpenAI upstream) too.
-func TestStreamHeadersGoWithTheFirstEvent(t *testing.T) {
-	skipWithoutFlushDispatch(t)
-	up := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.(http.Flusher).Flush()
-		if r.URL.Path == "/v1/messages" {
-			writeBenchEvents(w, benchAnthropicEvents)
-			return
+// A stream's headers go out as it starts, before its first event: the
+// upstream sends its events only once the client has the headers, for a
+// relayed stream and for a translated one with a keepalive (Messages from
+// an OpenAI upstream; the keepalive's period outlasts the test, so no
+// ping can carry them).
+func TestStreamHeadersBeforeTheFirstEvent(t *testing.T) {
+	for _, tc := range []struct{ path, end string }{
+		{"/v1/chat/completions", "data: [DONE]\n\n"},
+		{"/v1/messages", "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"},
+	} {
+		gotHeaders := make(chan struct{})
+		oai := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.(http.Flusher).Flush()
+			if !closedSoon(gotHeaders) {
+				return // the client never got the headers: the stream stays incomplete
+			}
+			_, _ = io.WriteString(w, `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-x","choices":[{"index":0,"delta":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
+		})
+		_, srv, _ := serveTestGateway(t, messagesConfig("http://127.0.0.1:1", oai.URL, ""), nil, func(g *Gateway) {
+			g.keepaliveEvery = time.Hour
+		})
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+tc.path, strings.NewReader(`{"model":"gpt-x","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+		req.Header.Set("Authorization", "Bearer "+testAliceKey)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			close(gotHeaders)
+			t.Fatalf("%s: %v", tc.path, err)
 		}
+		close(gotHeaders)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" ||
+			!strings.HasSuffix(string(body), tc.end) {
+			t.Fatalf("%s: status %d, Content-Type %q, body %q (%v)", tc.path, resp.StatusCode, resp.Header.Get("Content-Type"), body, err)
+		}
+	}
+}
+
+// In process, an upstream that sends its events at once: the first
+// flush still carries the headers alone, before any event's bytes,
+// relayed and translated alike.
+func TestStreamFlushesTheHeadersFirst(t *testing.T) {
+	skipWithoutFlushDispatch(t)
+	oai := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
 		writeBenchEvents(w, benchEvents)
 	})
-	cfg := `{
-  "providers": {
-    "mock": {"type": "openai", "baseUrl": "` + up.URL + `", "apiKey": "` + testProviderKey + `", "models": ["m1"]},
-    "ant": {"type": "anthropic", "baseUrl": "` + up.URL + `", "apiKey": "` + testProviderKey + `", "models": ["claude-1"]}
-  },
-  "groups": {"all": {}},
-  "users": {"inline": [{"name": "alice", "group": "all", "apiKey": "` + testAliceKey + `"}]}
-}`
-	g, _, _ := serveTestGateway(t, cfg, nil, func(g *Gateway) { g.headerHold = time.Hour })
-	for _, tc := range []struct{ path, model, end string }{
-		{"/v1/chat/completions", "m1", "data: [DONE]\n\n"},
-		{"/v1/chat/completions", "claude-1", "data: [DONE]\n\n"},
-		{"/v1/messages", "m1", "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"},
-	} {
+	g, _, _ := serveTestGateway(t, messagesConfig("http://127.0.0.1:1", oai.URL, ""), nil, nil)
+	for _, path := range []string{"/v1/chat/completions", "/v1/messages"} {
 		rec := &flushRecorder{ResponseRecorder: httptest.NewRecorder()}
-		req := httptest.NewRequest(http.MethodPost, tc.path, strings.NewReader(`{"model":"`+tc.model+`","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(`{"model":"gpt-x","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"hi"}]}`))
 		req.Header.Set("Authorization", "Bearer "+testAliceKey)
 		g.ServeHTTP(rec, req)
-		body := rec.Body.String()
-		if rec.Code != http.StatusOK || !strings.HasSuffix(body, tc.end) {
-			t.Fatalf("%s %s: status %d, body %q", tc.path, tc.model, rec.Code, body)
-		}
-		if len(rec.flushedAt) == 0 || rec.flushedAt[0] == 0 {
-			t.Fatalf("%s %s: flushes at %v: the headers went out before the first event", tc.path, tc.model, rec.flushedAt)
+		if rec.Code != http.StatusOK || rec.Body.Len() == 0 || len(rec.flushedAt) < 2 || rec.flushedAt[0] != 0 {
+			t.Fatalf("%s: status %d, flushes at %v, body %q", path, rec.Code, rec.flushedAt, rec.Body.String())
 		}
 	}
 }
@@ -87,8 +104,8 @@ func TestStreamHeadersWhileTheUpstreamThinks(t *testing.T) {
 }
 
 // A translated Messages stream whose upstream says nothing after its
-// headers: the client gets the headers after the hold, then keepalive
-// pings while the upstream is still silent, and the stream after them.
+// headers: the client gets the headers at once, then keepalive pings
+// while the upstream is still silent, and the stream after them.
 func TestStreamHeadersThenKeepaliveWhileTheUpstreamThinks(t *testing.T) {
 	gotHeaders, gotPing := make(chan struct{}), make(chan struct{})
 	oai := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
@@ -100,7 +117,6 @@ func TestStreamHeadersThenKeepaliveWhileTheUpstreamThinks(t *testing.T) {
 		_, _ = io.WriteString(w, `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-x","choices":[{"index":0,"delta":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
 	})
 	_, srv, _ := serveTestGateway(t, messagesConfig("http://127.0.0.1:1", oai.URL, ""), nil, func(g *Gateway) {
-		g.headerHold = time.Millisecond
 		g.keepaliveEvery = 5 * time.Millisecond
 	})
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/messages", strings.NewReader(`{"model":"gpt-x","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"hi"}]}`))
@@ -201,35 +217,34 @@ func (l *flushLog) waitFlushes(t *testing.T, n int) []string {
 }
 
 // streamWriterFor starts a stream writer over l the way startStream does,
-// with the given hold and keepalive period.
-func streamWriterFor(l *flushLog, hold, every time.Duration, keepalive []byte) *streamWriter {
-	c := &call{g: &Gateway{headerHold: hold, keepaliveEvery: every}, w: l, trace: &requestTrace{requestID: "sw-test"}}
+// with the given keepalive period.
+func streamWriterFor(l *flushLog, every time.Duration, keepalive []byte) *streamWriter {
+	c := &call{g: &Gateway{keepaliveEvery: every}, w: l, trace: &requestTrace{requestID: "sw-test"}}
 	return startStreamWriter(c, l, keepalive)
 }
 
-// The stream writer of a stream with a keepalive event: the headers go
-// with a write within the hold, or alone after it; keepalives come
-// after each period of silence; a stale fire and a stopped timer write
-// nothing.
-func TestStreamWriterHoldAndKeepalive(t *testing.T) {
+// The stream writer of a stream with a keepalive event: keepalives come
+// after each period of silence, a write goes out at once, a stale fire
+// and a stopped timer write nothing; a stream without one has no timer.
+func TestStreamWriterKeepalive(t *testing.T) {
 	ping := []byte("event: ping\ndata: {}\n\n")
-	t.Run("headers_with_the_first_write", func(t *testing.T) {
+	t.Run("write_goes_out_at_once", func(t *testing.T) {
 		l := newFlushLog()
-		s := streamWriterFor(l, time.Hour, time.Hour, ping)
+		s := streamWriterFor(l, time.Hour, ping)
 		defer stopStream(s)
 		if err := streamWrite(s, []byte("event: a\n\n")); err != nil {
 			t.Fatal(err)
 		}
 		if got := l.waitFlushes(t, 1); got[0] != "event: a\n\n" {
-			t.Fatalf("flushes %q: the headers did not go with the first event", got)
+			t.Fatalf("flushes %q, want the event", got)
 		}
 	})
-	t.Run("headers_alone_then_keepalives", func(t *testing.T) {
+	t.Run("keepalives_then_stop", func(t *testing.T) {
 		l := newFlushLog()
-		s := streamWriterFor(l, time.Millisecond, 2*time.Millisecond, ping)
-		got := l.waitFlushes(t, 3)
-		if got[0] != "" || got[1] != string(ping) || got[2] != string(ping) {
-			t.Fatalf("flushes %q, want the headers alone, then pings", got)
+		s := streamWriterFor(l, 2*time.Millisecond, ping)
+		got := l.waitFlushes(t, 2)
+		if got[0] != string(ping) || got[1] != string(ping) {
+			t.Fatalf("flushes %q, want pings", got)
 		}
 		if err := streamWrite(s, []byte("event: a\n\n")); err != nil {
 			t.Fatal(err)
@@ -249,9 +264,9 @@ func TestStreamWriterHoldAndKeepalive(t *testing.T) {
 	})
 	t.Run("stale_fire_writes_nothing", func(t *testing.T) {
 		l := newFlushLog()
-		s := streamWriterFor(l, time.Hour, time.Hour, ping)
+		s := streamWriterFor(l, time.Hour, ping)
 		defer stopStream(s)
-		// As if the hold had just expired, its fire waiting for the lock
+		// As if the period had just expired, its fire waiting for the lock
 		// while the relay writes.
 		s.timer.Stop()
 		if err := streamWrite(s, []byte("event: a\n\n")); err != nil {
@@ -266,16 +281,17 @@ func TestStreamWriterHoldAndKeepalive(t *testing.T) {
 			t.Fatalf("flushes %q, want the event then a ping", got)
 		}
 	})
-	t.Run("without_keepalive_the_first_write_ends_the_timer", func(t *testing.T) {
+	t.Run("without_keepalive_no_timer", func(t *testing.T) {
 		l := newFlushLog()
-		s := streamWriterFor(l, time.Hour, time.Millisecond, nil)
+		s := streamWriterFor(l, time.Millisecond, nil)
+		if s.timer != nil || !s.stopped {
+			t.Fatal("a stream without a keepalive got a timer")
+		}
 		if err := streamWrite(s, []byte("data: a\n\n")); err != nil {
 			t.Fatal(err)
 		}
-		if !s.stopped {
-			t.Fatal("the timer runs on after the headers went out")
-		}
 		streamWriterFire(s)
+		stopStream(s)
 		if w, f := l.counts(); w != 1 || f != 1 {
 			t.Fatalf("%d writes, %d flushes, want the event's one of each", w, f)
 		}

@@ -30,8 +30,8 @@ import (
 //   - recoverBackground (or its own recover calling
 //     logBackgroundPanic), deferred first by every goroutine and timer
 //     callback of the gateway's code a request starts: the stream
-//     writer's timer (held headers, keepalives), reservation renewals,
-//     model discovery, the target probe sweep, the MCP listing fan-out,
+//     writer's keepalive timer, reservation renewals, model discovery,
+//     the target probe sweep, the MCP listing fan-out,
 //     the success-rate and event flush loops (the watchdog and
 //     body-stall timers only cancel a context or give a slot back).
 //

@@ -39,7 +39,7 @@ var usageMark = []byte("sage")
 // to the client. isEnd recognises the terminator; onEvent, when not nil,
 // sees every event with a field before it is written.
 func relaySSE(w http.ResponseWriter, body io.Reader, limit int64, isEnd func(sse.Event) bool, onEvent func(sse.Event)) sseRelayResult {
-	return relayEventStream(w, body, limit, nil, isEnd, onEvent, nil, nil)
+	return relayEventStream(w, body, limit, nil, isEnd, onEvent, nil)
 }
 
 // relayAccount is what a relay of an openai-type stream reads for the
@@ -80,10 +80,8 @@ type relayAccount struct {
 // in the run and written and flushed together, once the run is
 // relayed: one write and one flush per upstream read, as a bare
 // httputil.ReverseProxy makes, never holding an event back for one that
-// has not arrived. sw, when not nil, is the stream's writer
-// (stream_writer.go), for a stream without a keepalive: its timer is
-// stopped before the first write, whose flush carries the held headers.
-func relayEventStream(w http.ResponseWriter, body io.Reader, limit int64, endMark []byte, isEnd func(sse.Event) bool, onEvent func(sse.Event), acct *relayAccount, sw *streamWriter) sseRelayResult {
+// has not arrived.
+func relayEventStream(w http.ResponseWriter, body io.Reader, limit int64, endMark []byte, isEnd func(sse.Event) bool, onEvent func(sse.Event), acct *relayAccount) sseRelayResult {
 	var res sseRelayResult
 	flusher, _ := w.(http.Flusher)
 	rd := sse.NewReader(body, limit)
@@ -186,8 +184,6 @@ func relayEventStream(w http.ResponseWriter, body io.Reader, limit int64, endMar
 				// Longer than its place in the run (message_start, once per
 				// stream): what came before goes out first, then the event,
 				// and the rest of the run is compacted from its start.
-				stopStream(sw)
-				sw = nil
 				if werr := writeRelayed(w, run[:kept], raw); werr != nil {
 					return relayWriteFailed(res, rd, werr)
 				}
@@ -207,10 +203,6 @@ func relayEventStream(w http.ResponseWriter, body io.Reader, limit int64, endMar
 			kept = len(run)
 		}
 		if kept > 0 {
-			if sw != nil {
-				stopStream(sw)
-				sw = nil
-			}
 			if _, werr := w.Write(run[:kept]); werr != nil {
 				return relayWriteFailed(res, rd, werr)
 			}
