@@ -23,7 +23,8 @@
 #   FUZZ_MATCH      only targets whose name matches this regexp
 #   FUZZ_PKG_MATCH  only packages whose import path matches this regexp
 #   FUZZ_LOG_DIR    where each run's output is kept (default: a temp dir)
-#   FUZZ_OUT        also write the table (markdown) to this file
+#   FUZZ_OUT        also write the table (markdown) to this file, a row
+#                   as each target finishes (a stopped run keeps its rows)
 #   FUZZ_SAVE_CORPUS=1  copy new interesting inputs into testdata/fuzz
 # The script exits non-zero when any target failed.
 set -euo pipefail
@@ -85,6 +86,11 @@ count_files() {
 
 rows=()
 failed=0
+header="| target | package | fuzzed | execs | new corpus entries | result |
+|---|---|---|---|---|---|"
+if [ -n "${FUZZ_OUT:-}" ]; then
+	echo "$header" >"$FUZZ_OUT"
+fi
 for t in "${targets[@]}"; do
 	read -r name pkg dir <<<"$t"
 	log="$LOG_DIR/${pkg//\//_}.$name.log"
@@ -113,19 +119,18 @@ for t in "${targets[@]}"; do
 		find "$cached" -maxdepth 1 -type f -newer "$log.start" -exec cp -n {} "$dir/testdata/fuzz/$name/" \; 2>/dev/null || true
 	fi
 	rows+=("| $name | $pkg | ${elapsed:-?} | ${execs:-?} | $((after - before)) | $result |")
+	if [ -n "${FUZZ_OUT:-}" ]; then
+		echo "${rows[-1]}" >>"$FUZZ_OUT"
+	fi
 	echo "   ${elapsed:-?}, ${execs:-?} execs, $((after - before)) new corpus entries: $result"
 done
 
-table="| target | package | fuzzed | execs | new corpus entries | result |
-|---|---|---|---|---|---|"
+table=$header
 for r in "${rows[@]}"; do
 	table+=$'\n'"$r"
 done
 echo
 echo "$table"
-if [ -n "${FUZZ_OUT:-}" ]; then
-	echo "$table" >"$FUZZ_OUT"
-fi
 if [ "$failed" -gt 0 ]; then
 	echo "fuzz: $failed target(s) failed; their inputs are under testdata/fuzz" >&2
 	exit 1
