@@ -95,25 +95,24 @@ func streamWriterFire(s *streamWriter) {
 // streamWrite writes b and flushes it, the timer held off; the write's
 // error. It restarts the keepalive period.
 func streamWrite(s *streamWriter, b []byte) error {
-	if s.stopped {
-		_, err := s.w.Write(b)
-		if s.flusher != nil {
-			s.flusher.Flush()
-		}
-		return err
+	// Once stopped (by this goroutine) there is no timer to hold off.
+	live := !s.stopped
+	if live {
+		s.mu.Lock()
 	}
-	s.mu.Lock()
 	_, err := s.w.Write(b)
 	if s.flusher != nil {
 		s.flusher.Flush()
 	}
-	// A fire that has not run though its timer has expired waits for the
-	// lock: it is stale, this write restarts the period.
-	if !s.timer.Reset(s.every) && s.pending {
-		s.skip = true
+	if live {
+		// A fire that has not run though its timer has expired waits for
+		// the lock: it is stale, this write restarts the period.
+		if !s.timer.Reset(s.every) && s.pending {
+			s.skip = true
+		}
+		s.pending = true
+		s.mu.Unlock()
 	}
-	s.pending = true
-	s.mu.Unlock()
 	return err
 }
 
@@ -133,11 +132,7 @@ func stopStream(s *streamWriter) {
 // stopped first. An empty b writes nothing.
 func (s *streamWriter) write(b []byte) {
 	stopStream(s)
-	if len(b) == 0 {
-		return
-	}
-	_, _ = s.w.Write(b)
-	if s.flusher != nil {
-		s.flusher.Flush()
+	if len(b) != 0 {
+		_ = streamWrite(s, b)
 	}
 }

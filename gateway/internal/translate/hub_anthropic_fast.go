@@ -2,7 +2,6 @@ package translate
 
 import (
 	"bytes"
-	"encoding/json"
 	"regexp"
 	"unicode/utf8"
 )
@@ -158,7 +157,7 @@ func (b *anthropicRequestBuilder) fastConversation() bool {
 	if !ok {
 		return false
 	}
-	conv, ok := anthropicFastMessages(json.RawMessage(raw))
+	conv, ok := anthropicFastMessages(raw)
 	if !ok {
 		return false
 	}

@@ -219,10 +219,6 @@ func (s *anthropicStream) Usage() Usage {
 var (
 	textDeltaHead = []byte(`{"type":"content_block_delta","index":`)
 	textDeltaMid  = []byte(`,"delta":{"type":"text_delta","text":"`)
-	// encoding/json escapes the line and paragraph separators, besides
-	// the bytes a JSON string may not hold (jsonSpecial).
-	lineSeparator      = []byte("\u2028")
-	paragraphSeparator = []byte("\u2029")
 )
 
 // plainTextDelta is the text of a content_block_delta event's data, as
@@ -240,19 +236,14 @@ func plainTextDelta(data []byte) ([]byte, bool) {
 		return nil, false
 	}
 	start := len(textDeltaHead) + bytes.IndexByte(data[len(textDeltaHead):], ',') + len(textDeltaMid) - 1
-	quoted := data[start : len(data)-2 : len(data)-2]
-	// Both separators start with 0xE2, as do other common characters
-	// (dashes, curly quotes): only a text with one looks further.
-	if bytes.IndexByte(quoted, 0xE2) >= 0 && (bytes.Contains(quoted, lineSeparator) || bytes.Contains(quoted, paragraphSeparator)) {
-		return nil, false
-	}
-	return quoted, true
+	return data[start : len(data)-2 : len(data)-2], true
 }
 
 // plainTextDeltaShape is a text delta's exact bytes (textDeltaHead, a
-// block index an int holds, textDeltaMid, a text of no quote, backslash
-// or control byte, textDeltaTail).
-var plainTextDeltaShape = regexp.MustCompile(`^\{"type":"content_block_delta","index":(?:0|[1-9][0-9]{0,8}),"delta":\{"type":"text_delta","text":"[^"\\\x00-\x1f]*"\}\}$`)
+// block index an int holds, textDeltaMid, a text of no quote, backslash,
+// control byte or line/paragraph separator — encoding/json escapes those
+// two besides jsonSpecial — then the closing quote and braces).
+var plainTextDeltaShape = regexp.MustCompile(`^\{"type":"content_block_delta","index":(?:0|[1-9][0-9]{0,8}),"delta":\{"type":"text_delta","text":"[^"\\\x00-\x1f\x{2028}\x{2029}]*"\}\}$`)
 
 // plainBlockStartShape is the exact start of a text or thinking block
 // as Anthropic sends it, which the decode would read as a block that is

@@ -367,6 +367,7 @@ var plainEventCases = []string{
 	`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a` + "\t" + `b"}}`,
 	`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"bad ` + "\xff" + `"}}`,
 	`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"` + "\u2028" + `"}}`,
+	`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"— “q” ` + "\u2029" + ` end"}}`,
 	`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a","x":"b"}}`,
 	`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"}}`,
 	`{"type":"content_block_delta","index":01,"delta":{"type":"text_delta","text":"a"}}`,
