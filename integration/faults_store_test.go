@@ -248,12 +248,30 @@ func TestRedisKilledFailClosed(t *testing.T) {
 	// The reservations left behind: each settlement the dead Redis could
 	// not take is logged, and its reservation (persisted when it was
 	// admitted) is still held; so is that of a request whose admission
-	// Redis applied without answering. The sums match the members.
+	// Redis applied without answering. A settlement sent as Redis was
+	// killed may have been applied and persisted before it died without
+	// replying, and then released its reservation although it is logged
+	// as lost — whether it failed on the reset read or on the refused
+	// dial of the client's one retry on a fresh connection. A stream
+	// admitted before the kill that ended well after Redis was gone
+	// settled against a dead Redis (settling is the last thing a request
+	// does, and against a dead Redis it fails at once): its reservation
+	// is certainly still held. The sums match the members.
 	unrecorded := logLines(o.gw.Logs(), "usage of a finished request could not be recorded")
+	for _, line := range unrecorded {
+		t.Logf("lost: %s", line)
+	}
+	late := 0
+	for _, r := range o.samples {
+		if r.err == nil && r.status == http.StatusOK && isStream(r) && r.start.Before(o.downAt) && r.end.After(o.downFrom.Add(500*time.Millisecond)) {
+			late++
+		}
+	}
 	h := readHolds(t, rd)
-	t.Logf("%d settlements lost, %d reservations left (%d tokens, %d micro-USD held)", len(unrecorded), len(h.members), h.tokens, h.cost)
+	t.Logf("%d settlements lost, %d of them by streams that ended 500 ms after Redis died; %d reservations left (%d tokens, %d micro-USD held)", len(unrecorded), late, len(h.members), h.tokens, h.cost)
 	require.GreaterOrEqual(t, len(unrecorded), 1, "the stream in flight at the kill could not settle")
-	assert.GreaterOrEqual(t, len(h.members), len(unrecorded), "every unsettled reservation is still held")
+	assert.GreaterOrEqual(t, len(unrecorded), late, "a stream that settled against the dead Redis logged its usage as lost")
+	assert.GreaterOrEqual(t, len(h.members), late, "a stream that settled against the dead Redis left its reservation held")
 	assert.LessOrEqual(t, len(h.members), len(unrecorded)+len(straddle), "only requests in flight at the kill leave a reservation")
 	assert.Equal(t, h.memberToks, h.tokens, "held tokens = the reservations' own")
 	assert.Equal(t, h.memberCost, h.cost, "held cost = the reservations' own")
