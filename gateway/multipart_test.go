@@ -246,6 +246,8 @@ func TestTranscriptionModelRefusals(t *testing.T) {
 		{"not_multipart", []byte(`{"model":"whisper-1"}`), "invalid_multipart"},
 		{"other_boundary", buildMultipart("other", crlf, "", "", []mpPart{model}), "invalid_multipart"},
 		{"no_close_delimiter", []byte("--" + b + "\r\n" + mpField("model", crlf) + "whisper-1\r\n"), "invalid_multipart"},
+		{"delimiter_then_eof", []byte("--" + b + "\r\n" + mpField("model", crlf) + "whisper-1\r\n--" + b + "\r\n"), "invalid_multipart"},
+		{"delimiter_then_eof_lf", []byte("--" + b + "\n" + mpField("model", "\n") + "whisper-1\n--" + b + "\n"), "invalid_multipart"},
 		{"junk_after_delimiter", []byte("--" + b + "\r\n" + mpField("model", crlf) + "whisper-1\r\n--" + b + " junk\r\n--" + b + "--\r\n"), "invalid_multipart"},
 		{"junk_after_close", []byte("--" + b + "\r\n" + mpField("model", crlf) + "whisper-1\r\n--" + b + "--junk\r\n"), "invalid_multipart"},
 		{"no_blank_line", []byte("--" + b + "\r\n" + `Content-Disposition: form-data; name="model"` + "\r\n--" + b + "--\r\n"), "invalid_multipart"},

@@ -192,7 +192,13 @@ func parseMultipartForm(contentType string, body []byte) (*multipartForm, *apiEr
 	for {
 		part, err := mr.NextRawPart()
 		if err == io.EOF {
-			if _, state := sc.next(); state != scanEnd {
+			_, state := sc.next()
+			if state == scanError {
+				// mime/multipart ends quietly at a delimiter line with
+				// nothing after it; such a body was cut short.
+				return nil, errInvalidMultipart("multipart body ends without its closing boundary", nil)
+			}
+			if state != scanEnd {
 				return nil, errInvalidMultipart("request body is not a valid multipart/form-data body", errMultipartMismatch)
 			}
 			break
