@@ -51,12 +51,12 @@ func streamComplete(r rlResult) bool {
 	return true
 }
 
-// streamsAcross counts the streams that started before at and ended
-// after it.
-func streamsAcross(samples []rlResult, at time.Time) int {
+// streamsAcross counts the streams that started before start and ended
+// after end.
+func streamsAcross(samples []rlResult, start, end time.Time) int {
 	n := 0
 	for _, r := range samples {
-		if r.err == nil && isStream(r) && r.start.Before(at) && r.end.After(at) {
+		if r.err == nil && isStream(r) && r.start.Before(start) && r.end.After(end) {
 			n++
 		}
 	}
@@ -138,7 +138,7 @@ func TestRedisKilledFailOpen(t *testing.T) {
 	o := startOutageEnvWith(t, outageSetup{kill: true, streamEvery: 100 * time.Millisecond})
 	o.run()
 	before, down, after, straddle := o.phases()
-	across := streamsAcross(o.samples, o.downAt)
+	across := streamsAcross(o.samples, o.downAt, o.downAt)
 	t.Logf("samples: %d before, %d during the outage (%v), %d straddling, %d after; %d streams in flight at the kill",
 		len(before), len(down), o.upAt.Sub(o.downFrom).Round(time.Millisecond), len(straddle), len(after), across)
 	require.GreaterOrEqual(t, len(down), 10, "too little traffic during the outage to prove anything")
@@ -204,7 +204,7 @@ func TestRedisKilledFailClosed(t *testing.T) {
 		reservationTTL: ttl.String()})
 	o.run()
 	before, down, after, straddle := o.phases()
-	across := streamsAcross(o.samples, o.downAt)
+	across := streamsAcross(o.samples, o.downAt, o.downAt)
 	t.Logf("samples: %d before, %d during the outage (%v), %d straddling, %d after; %d streams in flight at the kill",
 		len(before), len(down), o.upAt.Sub(o.downFrom).Round(time.Millisecond), len(straddle), len(after), across)
 	require.GreaterOrEqual(t, len(down), 10, "too little traffic during the outage to prove anything")
@@ -261,12 +261,7 @@ func TestRedisKilledFailClosed(t *testing.T) {
 	for _, line := range unrecorded {
 		t.Logf("lost: %s", line)
 	}
-	late := 0
-	for _, r := range o.samples {
-		if r.err == nil && r.status == http.StatusOK && isStream(r) && r.start.Before(o.downAt) && r.end.After(o.downFrom.Add(500*time.Millisecond)) {
-			late++
-		}
-	}
+	late := streamsAcross(o.samples, o.downAt, o.downFrom.Add(500*time.Millisecond))
 	h := readHolds(t, rd)
 	t.Logf("%d settlements lost, %d of them by streams that ended 500 ms after Redis died; %d reservations left (%d tokens, %d micro-USD held)", len(unrecorded), late, len(h.members), h.tokens, h.cost)
 	require.GreaterOrEqual(t, len(unrecorded), 1, "the stream in flight at the kill could not settle")
