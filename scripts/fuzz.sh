@@ -26,7 +26,10 @@
 #   FUZZ_OUT        also write the table (markdown) to this file, a row
 #                   as each target finishes (a stopped run keeps its rows)
 #   FUZZ_SAVE_CORPUS=1  copy new interesting inputs into testdata/fuzz
-# The script exits non-zero when any target failed.
+# The script exits non-zero when any target failed. A run that go fails
+# only with its coordinator's own "context deadline exceeded" at the end
+# of the window (go.dev/issue/75804, before Go 1.27), with no input
+# written, is replayed over its corpus and counted as a pass if that does.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -109,6 +112,18 @@ for t in "${targets[@]}"; do
 	execs=$(sed -n 's/.*execs: \([0-9]*\).*/\1/p' <<<"$last")
 	after=$(count_files "$cached")
 	result=$status
+	# go.dev/issue/75804 (Go before 1.27): at the end of a full -fuzztime
+	# window the coordinator can report its own deadline as the target's
+	# failure. That shape -- "context deadline exceeded", no input written
+	# -- is a pass once a replay of the corpus (seeds, testdata/fuzz and
+	# nothing else) passes; a real finding always writes its input first.
+	if [ "$status" = FAIL ] && grep -q 'context deadline exceeded' "$log" &&
+		! grep -q 'Failing input written to' "$log" &&
+		nice -n "$FUZZ_NICE" "$GO" test -run "^${name}\$" -count 1 "$pkg" >>"$log" 2>&1; then
+		status=PASS
+		failed=$((failed - 1))
+		result="PASS (go's coordinator reported its own deadline at the end, go.dev/issue/75804; no input written, corpus replay passed)"
+	fi
 	if [ "$status" = FAIL ]; then
 		input=$(sed -n 's/.*Failing input written to \(.*\)$/\1/p' "$log" | tail -1)
 		result="FAIL ${input:-see $log}"
