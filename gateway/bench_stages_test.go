@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/translate"
 )
@@ -48,7 +49,17 @@ func BenchmarkStages(b *testing.B) {
 
 	// The fixed cost around the stages: a 404 (table lookup, the model
 	// listing and passthrough checks, the error write) and a 401 (the
-	// call's creation, identify failing, reject, the record).
+	// call's creation, identify failing, reject, the record). The
+	// failed-authentication throttle counts the 401s too; its clock moves
+	// two minutes every 30 of them, so the address is never throttled
+	// (a 429 would measure the wrong path) and later stages still
+	// authenticate from it.
+	var failures int64
+	base := time.Now()
+	g.throttle = newAuthThrottle(func() time.Time {
+		failures++
+		return base.Add(time.Duration(failures/30) * 2 * time.Minute)
+	})
 	for _, tc := range []struct {
 		name, path, key string
 		status          int
