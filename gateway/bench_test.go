@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -231,3 +232,57 @@ func BenchmarkChatStreaming(b *testing.B) {
 // Yaegi (make bench-yaegi) an interpreted *Gateway cannot be stored in
 // the compiled http.Handler parameter.
 func benchHandler(g *Gateway) http.Handler { return http.HandlerFunc(g.ServeHTTP) }
+
+// benchConversationBody is a long conversation (~110 KB, 200 messages of
+// content parts with escaped quotes), the size of an agent's request.
+var benchConversationBody = func() []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"model":"bench-model","stream":true,"max_tokens":1000,"messages":[`)
+	for i := 0; i < 200; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"role":"user","content":[{"type":"text","text":"` + strings.Repeat(`lorem ipsum \"dolor\" sit amet `, 16) + `"}]}`)
+	}
+	b.WriteString(`],"temperature":0.2}`)
+	return b.Bytes()
+}()
+
+// BenchmarkParseJSONRequest is the admission read of a request body by
+// each reader: exact (json.Valid and a hop over the top level, what the
+// compiled gateway runs), decoded (a decode into a map of top-level
+// values, what the plugin runs under Yaegi) and json.Valid alone (the
+// floor: any reader must validate).
+func BenchmarkParseJSONRequest(b *testing.B) {
+	readers := []struct {
+		name string
+		read func([]byte) (*jsonRequest, *apiError)
+	}{{"exact", parseJSONRequestExact}, {"decoded", parseJSONRequestDecoded}}
+	for _, body := range []struct {
+		name string
+		data []byte
+	}{{"1KB", benchStreamBody}, {"110KB", benchConversationBody}} {
+		for _, r := range readers {
+			read := r.read
+			data := body.data
+			b.Run(body.name+"/"+r.name, func(b *testing.B) {
+				b.SetBytes(int64(len(data)))
+				b.ReportAllocs()
+				for i := 0; i < b.N; i++ {
+					if _, e := read(data); e != nil {
+						b.Fatal(e.Error())
+					}
+				}
+			})
+		}
+		data := body.data
+		b.Run(body.name+"/json.Valid", func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for i := 0; i < b.N; i++ {
+				if !json.Valid(data) {
+					b.Fatal("invalid")
+				}
+			}
+		})
+	}
+}

@@ -59,7 +59,7 @@ func FuzzParseJSONRequest(f *testing.F) {
 		f.Add([]byte(s), "")
 	}
 	f.Fuzz(func(t *testing.T, body []byte, newModel string) {
-		req, e := parseJSONRequest(body)
+		req, e := parseJSONRequestDecoded(body)
 		sameAsExact(t, body, req, e)
 		if e != nil {
 			if e.Status != 400 || e.Code == "" {
@@ -448,10 +448,11 @@ func FuzzUsersFile(f *testing.F) {
 	})
 }
 
-// sameAsExact fails unless parseJSONRequest's answer for body (req, e)
-// is what the exact scanner gives: the same refusal, or the same
-// request (the max_tokens key span aside, which the fast path leaves to
-// forOpenAI).
+// sameAsExact fails unless parseJSONRequestDecoded's answer for body
+// (req, e) is what the exact scanner gives: the same refusal, or the
+// same request (the max_tokens key span aside, which the fast path
+// leaves to forOpenAI), with the same top-level fields when both read
+// them.
 func sameAsExact(t *testing.T, body []byte, req *jsonRequest, e *apiError) {
 	t.Helper()
 	exact, ee := parseJSONRequestExact(body)
@@ -470,6 +471,20 @@ func sameAsExact(t *testing.T, body []byte, req *jsonRequest, e *apiError) {
 		got.stream != want.stream || got.includeUsage != want.includeUsage || got.hasMaxTokens != want.hasMaxTokens ||
 		got.hasMaxCompletionTokens != want.hasMaxCompletionTokens || got.maxOutputTokens != want.maxOutputTokens {
 		t.Fatalf("fast path read %+v, exact %+v, for %q", got, want, body)
+	}
+	if exact.fields == nil {
+		t.Fatalf("exact read no fields for %q", body)
+	}
+	if req.fields == nil {
+		return
+	}
+	if len(req.fields) != len(exact.fields) {
+		t.Fatalf("fast path read %d fields, exact %d, for %q", len(req.fields), len(exact.fields), body)
+	}
+	for k, v := range req.fields {
+		if w, ok := exact.fields[k]; !ok || !bytes.Equal(v, w) {
+			t.Fatalf("field %q: fast path %q, exact %q (present %v), for %q", k, v, w, ok, body)
+		}
 	}
 }
 
@@ -499,9 +514,14 @@ func TestParseJSONRequestFastPathMatchesExact(t *testing.T) {
 		`null`,
 		`{"model":"m",}`,
 		`{"stream":false,"model":"m","stream":true}`,
+		`{"model":"m","x":1,"y":{"z":[1,"]"]},"x":[2]}`,
+		"{\"model\":\"m\",\"k\xff\":1,\"t\":\"\xfe\"}",
+		`{"model":"m","a\u0062":1,"ab":2}`,
+		`{"model":"m","\u4e2d":1}`,
+		`{"model":"m","a\"b":{"c":"d\\"}}`,
 	}
 	for _, b := range bodies {
-		req, e := parseJSONRequest([]byte(b))
+		req, e := parseJSONRequestDecoded([]byte(b))
 		sameAsExact(t, []byte(b), req, e)
 	}
 }

@@ -11,6 +11,8 @@
 # `yaegi test` (for example -run TestName). The script fails when any
 # package fails; YAEGI_UNIT_TIMEOUT (seconds, default 600) bounds each one.
 set -euo pipefail
+# The core's TestInterpretedMode checks that it knows it is interpreted.
+export LLMGW_UNDER_YAEGI=1
 
 YAEGI_VERSION="v0.16.1"
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
