@@ -311,6 +311,11 @@ var lf2 = []byte("\n\n")
 // (JSON escapes included): what relayEventStream counts per event, for
 // the translated relay. 0 when it carries none.
 func eventTextLen(raw []byte) int {
+	// An Anthropic text delta, most of a translated stream's events, is
+	// found with one look (under Yaegi, 3 calls instead of 8).
+	if k := bytes.Index(raw, anthropicTextDelta) + len(anthropicTextDelta); k >= len(anthropicTextDelta) {
+		return endOfString(raw, k-1) - k
+	}
 	// The translated upstreams' text marks first: an Anthropic or Gemini
 	// text event passes the gate with one look.
 	if !bytes.Contains(raw, textMark) && !bytes.Contains(raw, geminiTextMark) && !bytes.Contains(raw, contentKey) &&
@@ -319,6 +324,9 @@ func eventTextLen(raw []byte) int {
 	}
 	return otherTextLen(raw)
 }
+
+// anthropicTextDelta starts an Anthropic text delta's text.
+var anthropicTextDelta = []byte(`{"type":"text_delta","text":"`)
 
 // geminiTextMark is in a Gemini event with a text part.
 var geminiTextMark = []byte(`"text":"`)

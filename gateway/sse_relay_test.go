@@ -81,3 +81,48 @@ func TestRelayStartModelInARun(t *testing.T) {
 		}
 	}
 }
+
+// eventTextLen counts the text an upstream event carries, in bytes as
+// sent (escapes included), for the estimate of a stream without usage.
+func TestEventTextLen(t *testing.T) {
+	cases := []struct {
+		name, data string
+		want       int
+	}{
+		{"anthropic text delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" bench."}}`, 7},
+		{"anthropic text delta, escaped quote", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"say \"hi\""}}`, 10},
+		{"anthropic empty text delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":""}}`, 0},
+		{"anthropic tool input delta", `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"a\":1"}}`, 8},
+		{"anthropic thinking delta", `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hmm"}}`, 3},
+		{"anthropic message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":15}}`, 0},
+		{"openai content chunk", `{"id":"c","choices":[{"index":0,"delta":{"content":"Hello"},"finish_reason":null}]}`, 5},
+		{"openai tool arguments", `{"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"x\""}}]}}]}`, 6},
+		{"gemini text part", `{"candidates":[{"content":{"parts":[{"text":"Hi there"}],"role":"model"}}]}`, 8},
+		{"no text", `{"type":"ping"}`, 0},
+	}
+	for _, tc := range cases {
+		if got := eventTextLen([]byte(tc.data)); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// BenchmarkEventTextLen: the per-event text count of a translated
+// stream's events (most are Anthropic text deltas) and of a relayed
+// OpenAI chunk.
+func BenchmarkEventTextLen(b *testing.B) {
+	for _, tc := range []struct{ name, data string }{
+		{"anthropic-text", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" bench."}}`},
+		{"anthropic-thinking", `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hmm"}}`},
+		{"openai-content", `{"id":"chatcmpl-bench","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":" bench."},"finish_reason":null}]}`},
+	} {
+		data := []byte(tc.data)
+		b.Run(tc.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if eventTextLen(data) == 0 {
+					b.Fatal("no text")
+				}
+			}
+		})
+	}
+}
