@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -38,9 +40,9 @@ func TestSlowUploadsCannotStarveOthers(t *testing.T) {
 	}
 	// Every slot taken (the self-tuned count, at most 100 here).
 	deadline := time.Now().Add(10 * time.Second)
-	for len(g.admission.slots) < cap(g.admission.slots) {
+	for int(g.admission.inUse.Load()) < int(g.admission.max) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the tricklers took %d of %d slots", len(g.admission.slots), cap(g.admission.slots))
+			t.Fatalf("the tricklers took %d of %d slots", int(g.admission.inUse.Load()), int(g.admission.max))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -158,7 +160,7 @@ func TestSlowUploadsEvictedWithoutReadDeadlines(t *testing.T) {
 	// come.
 	for len(conns) < tricklers {
 		if len(conns) == 1 {
-			for len(g.admission.slots) < 1 {
+			for int(g.admission.inUse.Load()) < 1 {
 				if time.Now().After(deadline) {
 					t.Fatal("the first upload never took a slot")
 				}
@@ -176,8 +178,8 @@ func TestSlowUploadsEvictedWithoutReadDeadlines(t *testing.T) {
 	}
 	// More stalled uploads than slots: without eviction every slot stays
 	// taken and a normal client gets 503 until the uploads give up.
-	if cap(g.admission.slots) >= tricklers {
-		t.Fatalf("%d slots: the test needs fewer than %d", cap(g.admission.slots), tricklers)
+	if int(g.admission.max) >= tricklers {
+		t.Fatalf("%d slots: the test needs fewer than %d", int(g.admission.max), tricklers)
 	}
 	body := `{"model":"m1","messages":[{"role":"user","content":"hi"}]}`
 	client := &http.Client{Timeout: 5 * time.Second}
@@ -193,9 +195,9 @@ func TestSlowUploadsEvictedWithoutReadDeadlines(t *testing.T) {
 	}
 	// Every stalled upload's slot is evicted (the first one's included),
 	// while their reads still wait.
-	for len(g.admission.slots) > 0 {
+	for int(g.admission.inUse.Load()) > 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d slots still held by stalled uploads", len(g.admission.slots))
+			t.Fatalf("%d slots still held by stalled uploads", int(g.admission.inUse.Load()))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -213,10 +215,60 @@ func TestSlowUploadsEvictedWithoutReadDeadlines(t *testing.T) {
 	for i := 0; i < len(conns); i++ {
 		conns[i].Close()
 	}
-	for len(g.admission.slots) > 0 {
+	for int(g.admission.inUse.Load()) > 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d slots still taken after every stalled client left", len(g.admission.slots))
+			t.Fatalf("%d slots still taken after every stalled client left", int(g.admission.inUse.Load()))
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// The body-admission semaphore never hands out more than its slots,
+// refuses a take when all are held, and is back at zero once every
+// holder gave its slot back — a release twice (holder and eviction)
+// counting once.
+func TestBodySlotsBounded(t *testing.T) {
+	b := newBodyAdmission(3)
+	held := []*bodySlot{takeBodySlot(b), takeBodySlot(b), takeBodySlot(b)}
+	for i, s := range held {
+		if s == nil {
+			t.Fatalf("take %d of 3 refused", i+1)
+		}
+	}
+	if takeBodySlot(b) != nil {
+		t.Fatal("a fourth slot was handed out")
+	}
+	evictSlot(held[0])
+	releaseSlot(held[0]) // the holder's own release after the eviction
+	if got := b.inUse.Load(); got != 2 {
+		t.Fatalf("%d slots in use after one eviction and its release, want 2", got)
+	}
+	releaseSlot(held[1])
+	releaseSlot(held[2])
+
+	var wg sync.WaitGroup
+	var over atomic.Int64
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 2000; i++ {
+				s := takeBodySlot(b)
+				if s == nil {
+					continue
+				}
+				if n := b.inUse.Load(); n > b.max {
+					over.Store(n)
+				}
+				releaseSlot(s)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := over.Load(); n != 0 {
+		t.Fatalf("%d slots were in use at once, bound %d", n, b.max)
+	}
+	if got := b.inUse.Load(); got != 0 {
+		t.Fatalf("%d slots in use after every holder left", got)
 	}
 }
