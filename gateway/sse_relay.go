@@ -264,8 +264,14 @@ func onlyNullUsage(raw []byte) bool {
 // otherTextLen is the length of an event's text when the fast look did
 // not find a non-empty "content" string first and the event holds
 // argumentsMark or reasoningMark: the content string, else the tool-call
-// arguments or reasoning text; 0 when it has none.
+// arguments or reasoning text; 0 when it has none. An Anthropic text
+// delta — most events of a relayed or translated Messages stream, which
+// hold no "content" string — is found with one look (under Yaegi, 3
+// calls instead of 8).
 func otherTextLen(raw []byte) int {
+	if k := bytes.Index(raw, anthropicTextDelta) + len(anthropicTextDelta); k >= len(anthropicTextDelta) {
+		return endOfString(raw, k-1) - k
+	}
 	if k := bytes.Index(raw, contentKey) + len(contentKey); k >= len(contentKey) {
 		if q := endOfString(raw, k-1) - k; q > 0 {
 			return q
@@ -311,11 +317,6 @@ var lf2 = []byte("\n\n")
 // (JSON escapes included): what relayEventStream counts per event, for
 // the translated relay. 0 when it carries none.
 func eventTextLen(raw []byte) int {
-	// An Anthropic text delta, most of a translated stream's events, is
-	// found with one look (under Yaegi, 3 calls instead of 8).
-	if k := bytes.Index(raw, anthropicTextDelta) + len(anthropicTextDelta); k >= len(anthropicTextDelta) {
-		return endOfString(raw, k-1) - k
-	}
 	// The translated upstreams' text marks first: an Anthropic or Gemini
 	// text event passes the gate with one look.
 	if !bytes.Contains(raw, textMark) && !bytes.Contains(raw, geminiTextMark) && !bytes.Contains(raw, contentKey) &&
