@@ -40,9 +40,9 @@ func TestSlowUploadsCannotStarveOthers(t *testing.T) {
 	}
 	// Every slot taken (the self-tuned count, at most 100 here).
 	deadline := time.Now().Add(10 * time.Second)
-	for int(g.admission.inUse.Load()) < int(g.admission.max) {
+	for g.admission.inUse.Load() < g.admission.max {
 		if time.Now().After(deadline) {
-			t.Fatalf("the tricklers took %d of %d slots", int(g.admission.inUse.Load()), int(g.admission.max))
+			t.Fatalf("the tricklers took %d of %d slots", g.admission.inUse.Load(), g.admission.max)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -160,7 +160,7 @@ func TestSlowUploadsEvictedWithoutReadDeadlines(t *testing.T) {
 	// come.
 	for len(conns) < tricklers {
 		if len(conns) == 1 {
-			for int(g.admission.inUse.Load()) < 1 {
+			for g.admission.inUse.Load() < 1 {
 				if time.Now().After(deadline) {
 					t.Fatal("the first upload never took a slot")
 				}
@@ -178,8 +178,8 @@ func TestSlowUploadsEvictedWithoutReadDeadlines(t *testing.T) {
 	}
 	// More stalled uploads than slots: without eviction every slot stays
 	// taken and a normal client gets 503 until the uploads give up.
-	if int(g.admission.max) >= tricklers {
-		t.Fatalf("%d slots: the test needs fewer than %d", int(g.admission.max), tricklers)
+	if g.admission.max >= int64(tricklers) {
+		t.Fatalf("%d slots: the test needs fewer than %d", g.admission.max, tricklers)
 	}
 	body := `{"model":"m1","messages":[{"role":"user","content":"hi"}]}`
 	client := &http.Client{Timeout: 5 * time.Second}
@@ -195,9 +195,9 @@ func TestSlowUploadsEvictedWithoutReadDeadlines(t *testing.T) {
 	}
 	// Every stalled upload's slot is evicted (the first one's included),
 	// while their reads still wait.
-	for int(g.admission.inUse.Load()) > 0 {
+	for g.admission.inUse.Load() > 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d slots still held by stalled uploads", int(g.admission.inUse.Load()))
+			t.Fatalf("%d slots still held by stalled uploads", g.admission.inUse.Load())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -215,9 +215,9 @@ func TestSlowUploadsEvictedWithoutReadDeadlines(t *testing.T) {
 	for i := 0; i < len(conns); i++ {
 		conns[i].Close()
 	}
-	for int(g.admission.inUse.Load()) > 0 {
+	for g.admission.inUse.Load() > 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d slots still taken after every stalled client left", int(g.admission.inUse.Load()))
+			t.Fatalf("%d slots still taken after every stalled client left", g.admission.inUse.Load())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -40,7 +40,7 @@ func TestBodyAdmission(t *testing.T) {
 	// Wait until the gateway is inside the first body read: its slot is
 	// taken (bounded wait; the first request's own answer ends it early).
 	deadline := time.Now().Add(10 * time.Second)
-	for int(g.admission.inUse.Load()) == 0 {
+	for g.admission.inUse.Load() == 0 {
 		select {
 		case code := <-first:
 			t.Fatalf("the first request ended (%d) before its body was sent; logs:\n%s", code, logs)
@@ -110,11 +110,11 @@ func TestBodyAdmissionConfig(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	g, err := newGatewayFromConfig(t, `{"maxInFlightBodyRequests": 20000, "providers": {"p": {"type": "openai", "baseUrl": "http://127.0.0.1:1"}}}`)
-	if err != nil || int(g.admission.max) != maxBodySlots {
+	if err != nil || g.admission.max != maxBodySlots {
 		t.Fatalf("clamp: err %v", err)
 	}
 	g, err = newGatewayFromConfig(t, `{"providers": {"p": {"type": "openai", "baseUrl": "http://127.0.0.1:1"}}}`)
-	if err != nil || int(g.admission.max) < 64 {
+	if err != nil || g.admission.max < 64 {
 		t.Fatalf("self-tuned: err %v", err)
 	}
 }

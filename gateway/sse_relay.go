@@ -261,10 +261,10 @@ func onlyNullUsage(raw []byte) bool {
 	return k >= len(usageNull) && raw[k] == '}' && len(raw)-k <= 5
 }
 
-// otherTextLen is the length of an event's text when the fast look did
-// not find a non-empty "content" string first and the event holds
-// argumentsMark or reasoningMark: the content string, else the tool-call
-// arguments or reasoning text; 0 when it has none. An Anthropic text
+// otherTextLen is the length of an event's text once a caller's gate
+// (one of the marks below) let it through: an Anthropic text delta's
+// text, else the content string, else the tool-call arguments, reasoning
+// or other text; 0 when it has none. An Anthropic text
 // delta — most events of a relayed or translated Messages stream, which
 // hold no "content" string — is found with one look (under Yaegi, 3
 // calls instead of 8).
@@ -295,9 +295,9 @@ var (
 	// stream's upstream events).
 	otherTextKeys = [][]byte{[]byte(`"arguments":"`), []byte(`"reasoning_content":"`), []byte(`"reasoning":"`),
 		[]byte(`"text":"`), []byte(`"partial_json":"`), []byte(`"thinking":"`)}
-	// argumentsMark and reasoningMark gate otherTextLen: an event
-	// without either (the role, finish and usage chunks, [DONE]) costs
-	// two compiled calls, not a call of ours.
+	// argumentsMark and reasoningMark (with textMark) gate otherTextLen:
+	// an event without any (the role, finish and usage chunks, [DONE])
+	// costs a few compiled calls, not a call of ours.
 	argumentsMark = []byte(`"arguments"`)
 	reasoningMark = []byte(`"reasoning`)
 	// textMark gates the Anthropic and Gemini keys: every one of their
