@@ -3,6 +3,8 @@ package gateway
 import (
 	"os"
 	"testing"
+
+	"github.com/llmgateway/llmgateway/gateway/internal/jsonscan"
 )
 
 // The core knows whether it runs compiled or under Yaegi:
@@ -10,7 +12,7 @@ import (
 // which through LLMGW_UNDER_YAEGI.
 func TestInterpretedMode(t *testing.T) {
 	want := os.Getenv("LLMGW_UNDER_YAEGI") == "1"
-	if interpreted != want {
-		t.Fatalf("interpreted = %v, but LLMGW_UNDER_YAEGI=%q", interpreted, os.Getenv("LLMGW_UNDER_YAEGI"))
+	if jsonscan.Interpreted != want {
+		t.Fatalf("jsonscan.Interpreted = %v, but LLMGW_UNDER_YAEGI=%q", jsonscan.Interpreted, os.Getenv("LLMGW_UNDER_YAEGI"))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/llmgateway/llmgateway/gateway/internal/jsonscan"
 	"github.com/llmgateway/llmgateway/gateway/internal/sse"
 	"github.com/llmgateway/llmgateway/gateway/internal/translate"
 )
@@ -138,12 +139,12 @@ func relayEventStream(w http.ResponseWriter, body io.Reader, limit int64, endMar
 					// every key, 'c' much rarer, so bytes.Index has fewer
 					// false starts. The text's closing quote is the first '"'
 					// after the key's, unless an escape precedes it
-					// (endOfString then).
+					// (jsonscan.EndOfString then).
 					q := 0
 					if k := bytes.Index(raw, contentKey[1:]) + len(contentKey) - 1; k >= len(contentKey) && raw[k-len(contentKey)] == '"' {
 						q = bytes.IndexByte(raw[k:], '"')
 						if q > 0 && raw[k+q-1] == '\\' {
-							q = endOfString(raw, k-1) - k
+							q = jsonscan.EndOfString(raw, k-1) - k
 						}
 					}
 					if q <= 0 && (bytes.Contains(raw, argumentsMark) || bytes.Contains(raw, reasoningMark) || bytes.Contains(raw, textMark)) {
@@ -270,17 +271,17 @@ func onlyNullUsage(raw []byte) bool {
 // calls instead of 8).
 func otherTextLen(raw []byte) int {
 	if k := bytes.Index(raw, anthropicTextDelta) + len(anthropicTextDelta); k >= len(anthropicTextDelta) {
-		return endOfString(raw, k-1) - k
+		return jsonscan.EndOfString(raw, k-1) - k
 	}
 	if k := bytes.Index(raw, contentKey) + len(contentKey); k >= len(contentKey) {
-		if q := endOfString(raw, k-1) - k; q > 0 {
+		if q := jsonscan.EndOfString(raw, k-1) - k; q > 0 {
 			return q
 		}
 	}
 	keys := otherTextKeys
 	for i := 0; i < len(keys); i++ {
 		if k := bytes.Index(raw, keys[i]) + len(keys[i]); k >= len(keys[i]) {
-			return endOfString(raw, k-1) - k
+			return jsonscan.EndOfString(raw, k-1) - k
 		}
 	}
 	return 0

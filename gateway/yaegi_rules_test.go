@@ -112,6 +112,20 @@ func TestNoMultiValueCaseInTaglessSwitch(t *testing.T) {
 	})
 }
 
+// TestNoForInitWithoutConditionOrPost fails on `for i := x; ; { … }`
+// in a non-test file of the core: under Yaegi v0.16.1 a loop with an
+// init statement but neither a condition nor a post statement starts
+// every turn with the init's value (assignments to i in the body are
+// lost), so a loop that should advance spins forever. Declare i before
+// a plain `for {`.
+func TestNoForInitWithoutConditionOrPost(t *testing.T) {
+	eachCoreSourceNode(t, func(fset *token.FileSet, n ast.Node) {
+		if f, ok := n.(*ast.ForStmt); ok && f.Init != nil && f.Cond == nil && f.Post == nil {
+			t.Errorf("%s: a for loop with an init statement but no condition or post statement (Yaegi resets its variable every turn)", fset.Position(f.Pos()))
+		}
+	})
+}
+
 // TestFuncLiteralsNameTheirParameters fails on a function literal with an
 // unnamed parameter (`func(int) { … }`) in a non-test file of the core:
 // under Yaegi v0.16.1 such a closure that calls a method of a compiled

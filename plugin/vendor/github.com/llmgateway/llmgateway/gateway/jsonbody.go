@@ -6,9 +6,9 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
+	"github.com/llmgateway/llmgateway/gateway/internal/jsonscan"
 )
 
 // jsonRequest is a client's JSON request body, kept as the exact bytes
@@ -84,7 +84,7 @@ func parseTokenCap(value []byte) int64 {
 // our own loop and a decode is compiled standard library end to end, so
 // the decode is cheaper there: parseJSONRequestDecoded.
 func parseJSONRequest(body []byte) (*jsonRequest, *apiError) {
-	if !interpreted {
+	if !jsonscan.Interpreted {
 		return parseJSONRequestExact(body)
 	}
 	return parseJSONRequestDecoded(body)
@@ -120,8 +120,8 @@ func parseJSONRequestDecoded(body []byte) (*jsonRequest, *apiError) {
 	}
 	// The single literal "model" is the top-level key (the map holds it
 	// and no other spelling can exist); its value follows the colon.
-	start := skipSpace(body, bytes.Index(body, quotedModelKey)+len(quotedModelKey))
-	start = skipSpace(body, start+1)
+	start := jsonscan.SkipSpace(body, bytes.Index(body, quotedModelKey)+len(quotedModelKey))
+	start = jsonscan.SkipSpace(body, start+1)
 	if start+len(raw) > len(body) || !bytes.Equal(body[start:start+len(raw)], raw) {
 		return parseJSONRequestExact(body)
 	}
@@ -177,18 +177,18 @@ func parseJSONRequestExact(body []byte) (*jsonRequest, *apiError) {
 	if !json.Valid(body) {
 		return nil, apierr.BadRequest("invalid_json", "request body is not valid JSON")
 	}
-	i := skipSpace(body, 0)
+	i := jsonscan.SkipSpace(body, 0)
 	if i >= len(body) || body[i] != '{' {
 		return nil, apierr.BadRequest("invalid_json", "request body must be a JSON object")
 	}
 	req := &jsonRequest{raw: body, modelStart: -1, maxTokensKeyStart: -1, streamOptionsStart: -1, fields: map[string]json.RawMessage{}}
 	var completionCap int64
-	i = skipSpace(body, i+1)
+	i = jsonscan.SkipSpace(body, i+1)
 	for i < len(body) && body[i] != '}' {
-		keyEnd := endOfString(body, i)
-		key := decodeKey(body[i : keyEnd+1])
-		valueStart := skipSpace(body, skipSpace(body, keyEnd+1)+1) // past ':'
-		valueEnd := endOfValue(body, valueStart)
+		keyEnd := jsonscan.EndOfString(body, i)
+		key := jsonscan.DecodeKey(body[i : keyEnd+1])
+		valueStart := jsonscan.SkipSpace(body, jsonscan.SkipSpace(body, keyEnd+1)+1) // past ':'
+		valueEnd := jsonscan.EndOfValue(body, valueStart)
 		req.fields[key] = body[valueStart:valueEnd:valueEnd]
 		switch key {
 		case "stream":
@@ -217,9 +217,9 @@ func parseJSONRequestExact(body []byte) (*jsonRequest, *apiError) {
 				}
 			}
 		}
-		i = skipSpace(body, valueEnd)
+		i = jsonscan.SkipSpace(body, valueEnd)
 		if i < len(body) && body[i] == ',' {
-			i = skipSpace(body, i+1)
+			i = jsonscan.SkipSpace(body, i+1)
 		}
 	}
 	if req.modelStart < 0 || req.model == "" {
@@ -378,82 +378,4 @@ func isReasoningModel(model string) bool {
 		}
 	}
 	return false
-}
-
-// The helpers below assume valid JSON (checked first by json.Valid).
-
-// skipSpace returns the index of the first non-whitespace byte at or
-// after i.
-func skipSpace(data []byte, i int) int {
-	for i < len(data) {
-		switch data[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
-
-// endOfString returns the index of the closing quote of the string whose
-// opening quote is at i.
-func endOfString(data []byte, i int) int {
-	j := i + 1
-	for {
-		k := bytes.IndexAny(data[j:], "\"\\")
-		if k < 0 {
-			return len(data) - 1
-		}
-		if data[j+k] == '"' {
-			return j + k
-		}
-		j += k + 2 // skip the escaped character
-	}
-}
-
-// endOfValue returns the index just past the value starting at i.
-func endOfValue(data []byte, i int) int {
-	switch data[i] {
-	case '"':
-		return endOfString(data, i) + 1
-	case '{', '[':
-		depth := 0
-		j := i
-		for {
-			k := bytes.IndexAny(data[j:], "\"{}[]")
-			if k < 0 {
-				return len(data)
-			}
-			j += k
-			switch data[j] {
-			case '"':
-				j = endOfString(data, j)
-			case '{', '[':
-				depth++
-			default:
-				depth--
-				if depth == 0 {
-					return j + 1
-				}
-			}
-			j++
-		}
-	}
-	k := bytes.IndexAny(data[i:], ",}] \t\r\n")
-	if k < 0 {
-		return len(data)
-	}
-	return i + k
-}
-
-// decodeKey turns a quoted JSON key into its string value, as a decode
-// would: escapes undone, invalid UTF-8 replaced by U+FFFD.
-func decodeKey(quoted []byte) string {
-	if bytes.IndexByte(quoted, '\\') < 0 && utf8.Valid(quoted) {
-		return string(quoted[1 : len(quoted)-1])
-	}
-	var key string
-	_ = json.Unmarshal(quoted, &key)
-	return key
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/llmgateway/llmgateway/gateway/internal/jsonscan"
 	"github.com/llmgateway/llmgateway/gateway/internal/sse"
 	"github.com/llmgateway/llmgateway/gateway/internal/translate"
 )
@@ -119,7 +120,7 @@ func runTextBytes(run []byte) int64 {
 			if k < len(key) {
 				break
 			}
-			end := endOfString(rest, k-1)
+			end := jsonscan.EndOfString(rest, k-1)
 			n += int64(end - k)
 			rest = rest[end:]
 		}

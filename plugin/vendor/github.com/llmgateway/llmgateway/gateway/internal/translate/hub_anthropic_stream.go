@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/llmgateway/llmgateway/gateway/internal/apierr"
+	"github.com/llmgateway/llmgateway/gateway/internal/jsonscan"
 	"github.com/llmgateway/llmgateway/gateway/internal/sse"
 )
 
@@ -31,13 +32,16 @@ type anthropicStream struct {
 	stopped    bool // message_stop arrived; the stream is complete
 	raw        Usage
 	text       textChunker
+	// exact: message_start and message_delta are read by
+	// readAnthropicEventExact (compiled), not decoded (Yaegi).
+	exact bool
 }
 
 var _ StreamTranslator = (*anthropicStream)(nil)
 
 // NewAnthropicStream returns the translator for one Anthropic stream.
 func NewAnthropicStream(tc Context) StreamTranslator {
-	return &anthropicStream{tc: tc, id: tc.IDFallback, toolIndex: map[int]int{}}
+	return &anthropicStream{tc: tc, id: tc.IDFallback, toolIndex: map[int]int{}, exact: !jsonscan.Interpreted}
 }
 
 // anthropicEventType names an event by its "event:" field, or by the
@@ -90,8 +94,11 @@ func (s *anthropicStream) Event(ev sse.Event, out []Payload) ([]Payload, *apierr
 		}
 	}
 	var data anthropicWireEvent
-	if err := json.Unmarshal(ev.Data, &data); err != nil {
-		return out, anthropicBadResponse(kind+" event", err)
+	if !s.exact || !readAnthropicEventExact(kind, ev.Data, &data) {
+		data = anthropicWireEvent{} // what a refused exact read left
+		if err := json.Unmarshal(ev.Data, &data); err != nil {
+			return out, anthropicBadResponse(kind+" event", err)
+		}
 	}
 	switch kind {
 	case "message_start":

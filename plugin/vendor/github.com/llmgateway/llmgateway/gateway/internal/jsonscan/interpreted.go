@@ -1,13 +1,13 @@
-package gateway
+package jsonscan
 
 import (
 	"runtime"
 	"strings"
 )
 
-// interpreted is true when this package runs under Yaegi (the Traefik
-// plugin form) and false when it is compiled (the binary, the library,
-// `go test`). A few readers have two exact implementations, one cheapest
+// Interpreted is true when the core runs under Yaegi (the Traefik plugin
+// form) and false when it is compiled (the binary, the library, `go
+// test`). A few readers have two exact implementations, one cheapest
 // compiled and one cheapest interpreted, where the two costs differ by
 // more than the work itself: a loop of ours costs 10–100× more
 // interpreted, a standard-library call the same in both. The choice is
@@ -17,11 +17,11 @@ import (
 // The test is where the runtime places this very function: compiled, in
 // this file; under Yaegi, runtime.Caller reports the interpreter's own
 // frame (a file of package reflect). Should a later Yaegi report our
-// file, interpreted turns false and the plugin runs the compiled form's
-// readers: still exact, only slower. TestInterpretedMode checks the
-// answer against how the test itself was started (scripts/yaegi-unit.sh
-// sets LLMGW_UNDER_YAEGI=1).
-var interpreted = func() bool {
+// file, Interpreted turns false and the plugin runs the compiled form's
+// readers: still exact, only slower. TestInterpretedMode (here and in
+// package gateway) checks the answer against how the test itself was
+// started (scripts/yaegi-unit.sh sets LLMGW_UNDER_YAEGI=1).
+var Interpreted = func() bool {
 	_, file, _, ok := runtime.Caller(0)
 	return !ok || !strings.HasSuffix(file, "/interpreted.go")
 }()
