@@ -32,8 +32,9 @@ type anthropicStream struct {
 	stopped    bool // message_stop arrived; the stream is complete
 	raw        Usage
 	text       textChunker
-	// exact: message_start and message_delta are read by
-	// readAnthropicEventExact (compiled), not decoded (Yaegi).
+	// exact (compiled): message_start and message_delta are read by
+	// readAnthropicEventExact instead of decoded, text deltas and block
+	// starts told by a scan instead of a regular expression (Yaegi).
 	exact bool
 }
 
@@ -79,11 +80,18 @@ func (s *anthropicStream) Event(ev sse.Event, out []Payload) ([]Payload, *apierr
 	// decode and quoteWith would make of them.
 	// A text or thinking block's start, once a block, says nothing the
 	// chunks carry: in its exact shape it is passed over undecoded.
-	if kind == "content_block_start" && plainBlockStartShape.Match(ev.Data) {
+	if kind == "content_block_start" && (s.exact && plainBlockStartScan(ev.Data) || !s.exact && plainBlockStartShape.Match(ev.Data)) {
 		return out, nil
 	}
 	if kind == "content_block_delta" {
-		if quoted, ok := plainTextDelta(ev.Data); ok {
+		var quoted []byte
+		var ok bool
+		if s.exact {
+			quoted, ok = plainTextDeltaScan(ev.Data)
+		} else {
+			quoted, ok = plainTextDeltaMatch(ev.Data)
+		}
+		if ok {
 			if len(quoted) == 2 {
 				return out, nil // an empty text
 			}
@@ -228,23 +236,96 @@ var (
 	textDeltaMid  = []byte(`,"delta":{"type":"text_delta","text":"`)
 )
 
-// plainTextDelta is the text of a content_block_delta event's data, as
-// the JSON string (quotes included) quoteWith would encode it, when the
-// data is exactly a text delta — {"type":"content_block_delta",
-// "index":N,"delta":{"type":"text_delta","text":"…"}} — and its text
-// needs no escape in either direction (no quote, backslash, control
-// byte, invalid UTF-8 or line/paragraph separator): then the decoded
-// text is its bytes and encoding it gives them back. Anything else is
-// false, for the decode to read. One compiled regular expression checks
-// the shape and the text's bytes: under Yaegi each statement of ours
-// costs about as much as a call into the standard library.
-func plainTextDelta(data []byte) ([]byte, bool) {
+// A text delta's data is its text, as the JSON string (quotes included)
+// quoteWith would encode it, when the data is exactly a text delta —
+// {"type":"content_block_delta","index":N,"delta":{"type":"text_delta",
+// "text":"…"}} — and its text needs no escape in either direction (no
+// quote, backslash, control byte, invalid UTF-8 or line/paragraph
+// separator): then the decoded text is its bytes and encoding it gives
+// them back. Anything else is false, for the decode to read. Under
+// Yaegi, where each statement of ours costs about as much as a call into
+// the standard library, one compiled regular expression checks the shape
+// and the text's bytes (plainTextDeltaMatch); compiled, a scan of our
+// own is several times cheaper (plainTextDeltaScan). The exact start of
+// a text or thinking block, which the decode would read as a block that
+// is not a tool_use and pass over, is told the same two ways
+// (plainBlockStartShape, plainBlockStartScan). anthropicStream.exact
+// picks; each pair is compared on every input of
+// FuzzAnthropicStreamPlainEvents.
+
+// plainTextDeltaMatch is a text delta's text by plainTextDeltaShape.
+func plainTextDeltaMatch(data []byte) ([]byte, bool) {
 	if !plainTextDeltaShape.Match(data) || !utf8.Valid(data) {
 		return nil, false
 	}
 	start := len(textDeltaHead) + bytes.IndexByte(data[len(textDeltaHead):], ',') + len(textDeltaMid) - 1
 	return data[start : len(data)-2 : len(data)-2], true
 }
+
+// plainTextDeltaScan is a text delta's text by comparing the shape's
+// bytes and scanning the text's.
+func plainTextDeltaScan(data []byte) ([]byte, bool) {
+	if !bytes.HasPrefix(data, textDeltaHead) || !bytes.HasSuffix(data, textDeltaTail) {
+		return nil, false
+	}
+	n := blockIndexLen(data[len(textDeltaHead):])
+	mid := len(textDeltaHead) + n
+	if n == 0 || !bytes.HasPrefix(data[mid:], textDeltaMid) || len(data)-mid < len(textDeltaMid)+len(textDeltaTail) {
+		return nil, false
+	}
+	quoted := data[mid+len(textDeltaMid)-1 : len(data)-2 : len(data)-2]
+	text := quoted[1 : len(quoted)-1]
+	for i := 0; i < len(text); i++ {
+		if c := text[i]; c < 0x20 || c == '"' || c == '\\' {
+			return nil, false
+		}
+	}
+	if bytes.IndexByte(text, 0xe2) >= 0 && (bytes.Contains(text, lineSeparator) || bytes.Contains(text, paragraphSeparator)) {
+		return nil, false
+	}
+	if !utf8.Valid(text) {
+		return nil, false
+	}
+	return quoted, true
+}
+
+// plainBlockStartScan is plainBlockStartShape by comparing bytes.
+func plainBlockStartScan(data []byte) bool {
+	if !bytes.HasPrefix(data, blockStartHead) {
+		return false
+	}
+	n := blockIndexLen(data[len(blockStartHead):])
+	if n == 0 {
+		return false
+	}
+	rest := data[len(blockStartHead)+n:]
+	return bytes.Equal(rest, textBlockStartTail) || bytes.Equal(rest, thinkingBlockStartTail)
+}
+
+// blockIndexLen is the length of the block index data starts with, as
+// the shapes take it (0, or up to nine digits without a leading zero:
+// what an int holds), 0 when there is none.
+func blockIndexLen(data []byte) int {
+	n := 0
+	for n < len(data) && n < 10 && '0' <= data[n] && data[n] <= '9' {
+		n++
+	}
+	if n > 9 || n > 1 && data[0] == '0' {
+		return 0
+	}
+	return n
+}
+
+// The exact bytes of the shapes around the block index, and the two
+// separators encoding/json escapes besides the control bytes.
+var (
+	textDeltaTail          = []byte(`"}}`)
+	blockStartHead         = []byte(`{"type":"content_block_start","index":`)
+	textBlockStartTail     = []byte(`,"content_block":{"type":"text","text":""}}`)
+	thinkingBlockStartTail = []byte(`,"content_block":{"type":"thinking","thinking":"","signature":""}}`)
+	lineSeparator          = []byte("\u2028")
+	paragraphSeparator     = []byte("\u2029")
+)
 
 // plainTextDeltaShape is a text delta's exact bytes (textDeltaHead, a
 // block index an int holds, textDeltaMid, a text of no quote, backslash,
@@ -253,6 +334,6 @@ func plainTextDelta(data []byte) ([]byte, bool) {
 var plainTextDeltaShape = regexp.MustCompile(`^\{"type":"content_block_delta","index":(?:0|[1-9][0-9]{0,8}),"delta":\{"type":"text_delta","text":"[^"\\\x00-\x1f\x{2028}\x{2029}]*"\}\}$`)
 
 // plainBlockStartShape is the exact start of a text or thinking block
-// as Anthropic sends it, which the decode would read as a block that is
-// not a tool_use and pass over.
+// as Anthropic sends it (blockStartHead, a block index, then
+// textBlockStartTail or thinkingBlockStartTail).
 var plainBlockStartShape = regexp.MustCompile(`^\{"type":"content_block_start","index":(?:0|[1-9][0-9]{0,8}),"content_block":\{"type":"(?:text","text":""|thinking","thinking":"","signature":"")\}\}$`)

@@ -362,6 +362,7 @@ var plainEventCases = []string{
 	`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello"}}`,
 	`{"type":"content_block_delta","index":12,"delta":{"type":"text_delta","text":""}}`,
 	`{"type":"content_block_delta","index":3,"delta":{"type":"text_delta","text":"é日本 <b>&amp; 😀 ` + "\x7f/" + `"}}`,
+	`{"type":"content_block_delta","index":123456789,"delta":{"type":"text_delta","text":"x"}}`,
 	`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a\"b"}}`,
 	`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a\nb"}}`,
 	`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a` + "\t" + `b"}}`,
@@ -390,13 +391,21 @@ func checkPlainEvent(t *testing.T, data []byte) {
 	t.Helper()
 	var tk textChunker
 	textPrefix(&tk, Context{}, "x")
-	if plainBlockStartShape.Match(data) {
+	// The two implementations of each check agree.
+	if m, sc := plainBlockStartShape.Match(data), plainBlockStartScan(data); m != sc {
+		t.Fatalf("%q: block start by the regular expression %v, by the scan %v", data, m, sc)
+	}
+	mq, mok := plainTextDeltaMatch(data)
+	if sq, sok := plainTextDeltaScan(data); mok != sok || !bytes.Equal(mq, sq) {
+		t.Fatalf("%q: text delta by the regular expression %q %v, by the scan %q %v", data, mq, mok, sq, sok)
+	}
+	if sc := plainBlockStartScan(data); sc {
 		var ev anthropicWireEvent
 		if err := json.Unmarshal(data, &ev); err != nil || ev.Type != "content_block_start" || ev.ContentBlock == nil || ev.ContentBlock.Type == "tool_use" {
 			t.Fatalf("%q: passed over as a text block's start, decodes as %+v (%v)", data, ev, err)
 		}
 	}
-	if quoted, ok := plainTextDelta(data); ok {
+	if quoted, ok := plainTextDeltaScan(data); ok {
 		var ev anthropicWireEvent
 		if err := json.Unmarshal(data, &ev); err != nil || ev.Type != "content_block_delta" || ev.Delta == nil || ev.Delta.Type != "text_delta" {
 			t.Fatalf("%q: taken as a text delta, decodes as %+v (%v)", data, ev, err)
@@ -411,16 +420,16 @@ func TestAnthropicStreamPlainEvents(t *testing.T) {
 	taken := map[bool]int{}
 	for _, c := range plainEventCases {
 		checkPlainEvent(t, []byte(c))
-		_, delta := plainTextDelta([]byte(c))
+		_, delta := plainTextDeltaScan([]byte(c))
 		taken[delta]++
 	}
-	// The first three deltas are taken; the rest are not.
-	if taken[true] != 3 {
-		t.Fatalf("the fast path took %d of the cases, want 3", taken[true])
+	// The first four deltas are taken; the rest are not.
+	if taken[true] != 4 {
+		t.Fatalf("the fast path took %d of the cases, want 4", taken[true])
 	}
 	starts := 0
 	for _, c := range plainEventCases {
-		if plainBlockStartShape.MatchString(c) {
+		if plainBlockStartScan([]byte(c)) {
 			starts++
 		}
 	}
