@@ -140,3 +140,49 @@ func compare() (bool, bool) {
 	require.True(t, copied, "two copies of one interface value compare equal")
 	require.False(t, converted, "Yaegi now says an interface equals a fresh conversion of the same pointer")
 }
+
+// The core has no `for i := x; ; { … }` loop (gateway/yaegi_rules_test.go
+// fails on one): under Yaegi v0.16.1 a loop with an init statement but
+// neither a condition nor a post statement starts every turn with the
+// init's value, so assignments to its variable in the body are lost and
+// a loop meant to advance spins. Declared before a plain `for {`, the
+// variable advances. This records the behaviour (each loop is bounded by
+// a turn count, so the interpreted loop cannot hang the test).
+func TestYaegiForInitWithoutConditionOrPostResets(t *testing.T) {
+	i := interp.New(interp.Options{})
+	require.NoError(t, i.Use(stdlib.Symbols))
+	_, err := i.Eval(`
+func turnsWithInit() int {
+	turns := 0
+	for i := 0; ; {
+		turns++
+		if i >= 3 || turns >= 10 {
+			return turns
+		}
+		i = i + 1
+	}
+}
+
+func turnsDeclaredBefore() int {
+	turns := 0
+	i := 0
+	for {
+		turns++
+		if i >= 3 || turns >= 10 {
+			return turns
+		}
+		i = i + 1
+	}
+}
+`)
+	require.NoError(t, err)
+	turns := func(name string) int {
+		v, err := i.Eval(name)
+		require.NoError(t, err)
+		fn, ok := v.Interface().(func() int)
+		require.True(t, ok, "%s has type %s", name, v.Type())
+		return fn()
+	}
+	require.Equal(t, 4, turns("turnsDeclaredBefore"), "a variable declared before the loop advances")
+	require.Equal(t, 10, turns("turnsWithInit"), "Yaegi no longer resets the init variable of a `for init; ; {}` loop (the reason for the core's rule)")
+}
