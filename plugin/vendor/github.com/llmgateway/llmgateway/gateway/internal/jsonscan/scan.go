@@ -1,9 +1,9 @@
 // Package jsonscan reads JSON that json.Valid has already accepted by
-// hopping between its structural bytes with bytes.IndexAny, instead of
-// decoding it: a reader that needs a few values of a document finds them
-// in one validation pass and a hop per string or bracket. Every function
-// here assumes valid JSON; on anything else its answers are unspecified
-// (but it never reads out of bounds).
+// hopping between its structural bytes (bytes.IndexByte for a string's
+// end, bytes.IndexAny within a nested value) instead of decoding it: a
+// reader that needs a few values of a document finds them in one
+// validation pass and a hop per string or bracket. Every function here
+// assumes valid JSON; on anything else its answers are unspecified.
 //
 // Compiled, the hops cost a fraction of a decode. Under Yaegi they are
 // our own loop and cost more than the decode, which runs compiled there:
