@@ -233,7 +233,7 @@ func proxyTarget(c *call, t *targetRuntime, sub string) {
 	g, r := c.g, c.r
 	ctx, wd := startWatchdog(r.Context(), g.cfg.requestTimeout)
 	defer wd.stop()
-	body := &cappedBody{r: r.Body, remaining: maxPassthroughRequestBytes, wd: wd}
+	body := newCappedBody(r, wd)
 	defer body.close()
 	in := r.WithContext(ctx)
 	if r.Body != nil && r.Body != http.NoBody {

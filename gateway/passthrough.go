@@ -119,7 +119,7 @@ func admitPassthrough(c *call, p *providerRuntime, rest string) (string, *capped
 	if r.ContentLength > maxPassthroughRequestBytes {
 		return "", nil, errTooLarge(maxPassthroughRequestBytes)
 	}
-	body := &cappedBody{r: r.Body, remaining: maxPassthroughRequestBytes}
+	body := newCappedBody(r, nil)
 	// Gemini names the model in the path (".../models/{id}:generateContent"):
 	// that is the model the upstream serves, whatever the body says.
 	if pm := pathModel(p, rest); pm != "" {
@@ -568,9 +568,19 @@ func redactResponseBody(resp *http.Response, secret string) {
 // back (an upstream can answer before consuming the upload), and
 // net/http panics if the server then reads the same connection. close
 // waits for a read in flight and makes every later read fail.
+//
+// Once a body of declared length has given all its bytes, it answers
+// io.EOF without reading the client's body again. The transport, having
+// copied the declared length, reads once more to check that nothing
+// follows; by then a server that does not read the request body while
+// writing the response (HTTP/1, without full duplex: Traefik's writer)
+// may have closed that body on writing the answer's headers, and its
+// "invalid Read on closed Body" would make the transport tear down the
+// upstream connection and cut the answer it is reading.
 type cappedBody struct {
 	mu        sync.Mutex
 	r         io.Reader
+	declared  int64 // the body's Content-Length; -1 when unknown
 	remaining int64
 	exceeded  bool
 	closed    bool
@@ -610,6 +620,12 @@ func (c *responseCap) Read(b []byte) (int, error) {
 	return n, err
 }
 
+// newCappedBody is r's body under the passthrough cap; wd (nil: none
+// yet) is fed by its progress.
+func newCappedBody(r *http.Request, wd *watchdog) *cappedBody {
+	return &cappedBody{r: r.Body, declared: r.ContentLength, remaining: maxPassthroughRequestBytes, wd: wd}
+}
+
 // close ends the body's use by the transport (see cappedBody).
 func (c *cappedBody) close() {
 	c.mu.Lock()
@@ -629,6 +645,9 @@ func (c *cappedBody) Read(b []byte) (int, error) {
 	defer c.mu.Unlock()
 	if c.closed {
 		return 0, errBodyClosed
+	}
+	if c.declared >= 0 && c.sent.Load() >= c.declared {
+		return 0, io.EOF
 	}
 	n, err := c.r.Read(b)
 	if n > 0 && c.wd != nil {
