@@ -123,13 +123,8 @@ func sendUpstream(c *call) (*exchange, *outbound, *apiError) {
 			continue // skipped: its half-open probe is already running
 		}
 		last, lastOut = e, o
-		if c.deadline && !time.Now().Before(c.rec.start.Add(c.g.cfg.firstByteDeadline)) ||
-			e.Code != codeSaturated && !policy(e).failover || c.r.Context().Err() != nil {
+		if !failOver(c, cands, i, e, lastOne, budget) {
 			break
-		}
-		if !lastOne && c.rec.attempts < budget {
-			rebound(c, cands, i)
-			c.g.failoverLog.moved(c.g, cand, cands[i+1], e, c.trace)
 		}
 	}
 	if last == nil {
@@ -139,6 +134,24 @@ func sendUpstream(c *call) (*exchange, *outbound, *apiError) {
 		last = errNoCandidate()
 	}
 	return nil, lastOut, last
+}
+
+// failOver is the walk's step after cands[i] failed with e: false when
+// the walk ends there (the first-byte deadline passed, the failure is not
+// one to fail over on, or the client left); else, when another candidate
+// follows within the budget, the walk moves on to it (rebound) and the
+// move is logged. Its own function: under Yaegi a call pays for the
+// callee's whole body, and a served request need not pay for this.
+func failOver(c *call, cands []candidate, i int, e *apiError, lastOne bool, budget int) bool {
+	if c.deadline && !time.Now().Before(c.rec.start.Add(c.g.cfg.firstByteDeadline)) ||
+		e.Code != codeSaturated && !policy(e).failover || c.r.Context().Err() != nil {
+		return false
+	}
+	if !lastOne && c.rec.attempts < budget {
+		rebound(c, cands, i)
+		c.g.failoverLog.moved(c.g, cands[i], cands[i+1], e, c.trace)
+	}
+	return true
 }
 
 // errNoCandidate is the 503 of a walk that reached no candidate.

@@ -153,20 +153,26 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer recoverRequest(g, w, r)
 	p := r.URL.Path
-	if m := g.metrics; m != nil {
-		if p == m.settings.path {
-			g.serveMetrics(w, r)
-			return
-		}
-		if rt := routesByPath[p]; rt != nil {
+	m := g.metrics
+	if rt := routesByPath[p]; rt != nil && (m == nil || p != m.settings.path) {
+		if m != nil {
 			m.inFlight.Add(1)
 			defer m.inFlight.Add(-1)
-			serveMetered(g, w, r, rt, startTrace(w, r))
-			return
 		}
-	}
-	if rt := routesByPath[p]; rt != nil {
 		serveMetered(g, w, r, rt, startTrace(w, r))
+		return
+	}
+	serveUnmetered(g, w, r, p)
+}
+
+// serveUnmetered is ServeHTTP past the metered routes (its own function:
+// under Yaegi a call pays for the callee's whole body, and a metered
+// request need not pay for these): /metrics, the model listings, the
+// Ollama metadata, the per-target routes, the admin API, passthrough,
+// the next handler and the 404. ServeHTTP's deferred recovery covers it.
+func serveUnmetered(g *Gateway, w http.ResponseWriter, r *http.Request, p string) {
+	if m := g.metrics; m != nil && p == m.settings.path {
+		g.serveMetrics(w, r)
 		return
 	}
 	if p == "/v1/models" || strings.HasPrefix(p, "/v1/models/") {

@@ -170,7 +170,14 @@ func readTimedBody(w http.ResponseWriter, body io.Reader, declared, limit int64,
 		rc = nil
 		timer = time.AfterFunc(stall, func() { evictSlot(slot) })
 	}
-	data, tooBig, err := readChunks(body, declared, limit, rc, timer, stall)
+	var data []byte
+	var tooBig bool
+	var err error
+	if declared >= 0 && declared <= bodyChunk && declared <= limit {
+		data, err = readDeclared(body, declared)
+	} else {
+		data, tooBig, err = readChunks(body, declared, limit, rc, timer, stall)
+	}
 	if timer != nil {
 		timer.Stop()
 		if slot.evicted.Load() {
@@ -235,6 +242,21 @@ func readChunks(body io.Reader, declared, limit int64, rc *http.ResponseControll
 		return nil, true, nil
 	}
 	return buf, false, nil
+}
+
+// readDeclared is readChunks for a body of declared length up to one
+// chunk and within the cap (most requests): one io.ReadFull, no deadline
+// to push (readTimedBody set it for the whole read), and under Yaegi no
+// call into readChunks' larger body.
+func readDeclared(body io.Reader, declared int64) ([]byte, error) {
+	buf := make([]byte, declared)
+	if _, err := io.ReadFull(body, buf); err != nil {
+		if err == io.EOF {
+			return nil, io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return buf, nil
 }
 
 // initialBodyBuffer sizes the first buffer: a declared length whole, an

@@ -82,13 +82,7 @@ func startTrace(w http.ResponseWriter, r *http.Request) *requestTrace {
 		t.requestID = id
 	}
 	if tp := r.Header.Get("Traceparent"); tp != "" && validTraceparent(tp) {
-		t.traceID = tp[3:35]
-		if sampledDigit[tp[54]] {
-			t.flags = "01"
-		}
-		if vs := r.Header["Tracestate"]; len(vs) > 0 {
-			t.state = keptTracestate(vs)
-		}
+		joinClientTrace(t, r, tp)
 	} else if t.traceID == zeroTraceID {
 		t.traceID = "00000000000000000000000000000001"
 	}
@@ -100,6 +94,20 @@ func startTrace(w http.ResponseWriter, r *http.Request) *requestTrace {
 		panicProbe("trace", t.requestID)
 	}
 	return t
+}
+
+// joinClientTrace puts t in the client's trace (a valid traceparent tp):
+// its trace id, its sampled flag and its tracestate. Its own function:
+// under Yaegi a call pays for the callee's whole body, and most requests
+// carry no trace context.
+func joinClientTrace(t *requestTrace, r *http.Request, tp string) {
+	t.traceID = tp[3:35]
+	if sampledDigit[tp[54]] {
+		t.flags = "01"
+	}
+	if vs := r.Header["Tracestate"]; len(vs) > 0 {
+		t.state = keptTracestate(vs)
+	}
 }
 
 // sampledDigit marks the trace-flags' last hex digits whose low bit, the
