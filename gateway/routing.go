@@ -170,6 +170,13 @@ func orderCandidates(c *call) {
 		c.cands = all[:1]
 		return
 	}
+	orderPool(c, all, r)
+}
+
+// orderPool is orderCandidates for a model with several candidates and
+// routing on. Its own function: under Yaegi a call pays for the callee's
+// whole body, and a model with one candidate need not pay for this.
+func orderPool(c *call, all []candidate, r *router) {
 	strategy := c.target.strategy
 	if strategy == "" {
 		strategy = r.settings.strategy

@@ -202,6 +202,30 @@ func (l *limiter) recordAttempt(provider, model string, failed bool) {
 		minute--
 	}
 	a.mu.Lock()
+	var c *attemptCell
+	if m := a.cur; m != nil && m.minute == minute {
+		c = m.cells[provider][model]
+	}
+	if c == nil {
+		c = newAttemptCell(a, provider, model, minute, now)
+	}
+	c.attempts++
+	if failed {
+		c.fails++
+	}
+	start := !a.running
+	a.running = true
+	a.mu.Unlock()
+	if start {
+		go a.loop()
+	}
+}
+
+// newAttemptCell is recordAttempt's cell for a provider and model not yet
+// counted in this minute (the caller holds a.mu): a new minute closes the
+// last one (queued for the flush). Its own function: under Yaegi a call
+// pays for the callee's whole body, and most attempts find their cell.
+func newAttemptCell(a *attemptCounts, provider, model string, minute int64, now time.Time) *attemptCell {
 	m := a.cur
 	if m == nil || m.minute != minute {
 		if m != nil {
@@ -215,21 +239,9 @@ func (l *limiter) recordAttempt(provider, model string, failed bool) {
 		models = map[string]*attemptCell{}
 		m.cells[provider] = models
 	}
-	c := models[model]
-	if c == nil {
-		c = &attemptCell{}
-		models[model] = c
-	}
-	c.attempts++
-	if failed {
-		c.fails++
-	}
-	start := !a.running
-	a.running = true
-	a.mu.Unlock()
-	if start {
-		go a.loop()
-	}
+	c := &attemptCell{}
+	models[model] = c
+	return c
 }
 
 // addStats queues statistics increments for the next background flush.

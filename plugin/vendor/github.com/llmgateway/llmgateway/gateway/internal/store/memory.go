@@ -58,14 +58,27 @@ func (m *Memory) Apply(ctx context.Context, incrs []Incr, gets []string) ([]int6
 		m.sweep(now)
 	}
 	incrOut := applyIncrs(m, now, incrs)
-	getOut := make([]int64, len(gets))
-	for i := 0; i < len(gets); i++ {
-		if e := m.entries[gets[i]]; e != nil && now < e.expires {
-			getOut[i] = e.value
-		}
+	var getOut []int64
+	if len(gets) > 0 {
+		getOut = readGets(m, now, gets)
+	} else {
+		getOut = []int64{}
 	}
 	m.mu.Unlock()
 	return incrOut, getOut, nil
+}
+
+// readGets reads the get keys of a batch (the caller holds m.mu); a
+// missing or expired key reads 0. Its own function: under Yaegi a call
+// pays for the callee's whole body, and most batches read nothing.
+func readGets(m *Memory, now int64, gets []string) []int64 {
+	out := make([]int64, len(gets))
+	for i := 0; i < len(gets); i++ {
+		if e := m.entries[gets[i]]; e != nil && now < e.expires {
+			out[i] = e.value
+		}
+	}
+	return out
 }
 
 // applyIncrs adds each incr's delta to its key (a missing or expired
@@ -79,16 +92,11 @@ func applyIncrs(m *Memory, now int64, incrs []Incr) []int64 {
 		if !ok {
 			keep = m.keepFor(in.TTL)
 		}
-		e := m.entries[in.Key]
 		if in.Set {
-			if e == nil {
-				e = &memoryEntry{}
-				m.entries[in.Key] = e
-			}
-			e.value = in.Delta
-			e.expires = now + keep
+			setEntry(m, in, now+keep)
 			continue // its value reads 0, as Redis's SET reply does
 		}
+		e := m.entries[in.Key]
 		if e == nil {
 			e = &memoryEntry{value: in.Delta, expires: now + keep}
 			m.entries[in.Key] = e
@@ -102,6 +110,19 @@ func applyIncrs(m *Memory, now int64, incrs []Incr) []int64 {
 		out[i] = e.value
 	}
 	return out
+}
+
+// setEntry performs a Set incr (the caller holds m.mu): the key takes
+// the delta as its value, and expires at expires. Its own function, as
+// readGets.
+func setEntry(m *Memory, in *Incr, expires int64) {
+	e := m.entries[in.Key]
+	if e == nil {
+		e = &memoryEntry{}
+		m.entries[in.Key] = e
+	}
+	e.value = in.Delta
+	e.expires = expires
 }
 
 // keepFor computes and memoizes how long a key written with ttl is kept.
