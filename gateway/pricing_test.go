@@ -289,6 +289,25 @@ func TestPricingCostArithmetic(t *testing.T) {
 			}
 		}
 	}
+	// Both counts under a million (costMicros' one-product path) in every
+	// pairing, and the split it stands in for, against the reference.
+	for i := 0; i < len(prices); i++ {
+		for k := 0; k < len(prices); k++ {
+			pr := modelPrice{prices[i], prices[k]}
+			for j := 0; j < len(tokens) && tokens[j] < 1000000; j++ {
+				for l := 0; l < len(tokens) && tokens[l] < 1000000; l++ {
+					u := translate.Usage{PromptTokens: tokens[j], CompletionTokens: tokens[l]}
+					want := refCost(pr, u)
+					if got := costMicros(pr, u); got != want {
+						t.Errorf("%+v %d/%d: %d, want %d", pr, u.PromptTokens, u.CompletionTokens, got, want)
+					}
+					if got := costMicrosSplit(pr, u); got != want {
+						t.Errorf("split %+v %d/%d: %d, want %d", pr, u.PromptTokens, u.CompletionTokens, got, want)
+					}
+				}
+			}
+		}
+	}
 }
 
 func TestPricerCostWarnsOncePerUnpricedModel(t *testing.T) {

@@ -231,8 +231,8 @@ func newPricer(overrides map[string]modelPrice, meta map[string]*ModelMetaConfig
 // upstream model id (after alias resolution). A free model is known, at
 // zero.
 func (p *pricer) price(provider, model string) (modelPrice, bool) {
-	pr, src := p.resolve(provider, model)
-	return pr, src != priceSourceUnpriced
+	e := resolveMemo(p, provider, model)
+	return e.price, e.source != priceSourceUnpriced
 }
 
 // resolve is price with the layer that answered (a priceSource* value),
@@ -241,22 +241,32 @@ func (p *pricer) price(provider, model string) (modelPrice, bool) {
 // than one sync.Map load. At most maxPriceMemo pairs are remembered
 // (passthrough models are whatever a client sent).
 func (p *pricer) resolve(provider, model string) (modelPrice, string) {
-	key := provider + "\x00" + model
-	if v, ok := p.memo.Load(key); ok {
-		e := v.(*priceMemo)
-		return e.price, e.source
-	}
-	pr, src := p.resolveLayers(provider, model)
-	if p.memoCount.Add(1) <= maxPriceMemo {
-		p.memo.Store(key, &priceMemo{price: pr, source: src})
-	}
-	return pr, src
+	e := resolveMemo(p, provider, model)
+	return e.price, e.source
 }
 
-// priceMemo is one remembered resolve answer.
+// resolveMemo is resolve's remembered answer for provider and model (one
+// not remembered past maxPriceMemo).
+func resolveMemo(p *pricer, provider, model string) *priceMemo {
+	key := provider + "\x00" + model
+	if v, ok := p.memo.Load(key); ok {
+		return v.(*priceMemo)
+	}
+	pr, src := p.resolveLayers(provider, model)
+	e := &priceMemo{price: pr, source: src}
+	if p.memoCount.Add(1) <= maxPriceMemo {
+		p.memo.Store(key, e)
+	}
+	return e
+}
+
+// priceMemo is one remembered resolve answer. warned notes that cost has
+// warned about its unpriced model (warnUnpriced keeps its own bound and
+// dedup; this only spares a request the name and the lock).
 type priceMemo struct {
 	price  modelPrice
 	source string
+	warned atomic.Bool
 }
 
 const maxPriceMemo = 4096
@@ -314,12 +324,15 @@ func qualifiedModel(provider, model string) string {
 // promptTokens and billed at the input price: the gateway prices tokens ×
 // price, without cache discounts or surcharges.
 func (p *pricer) cost(provider, model string, u translate.Usage) (int64, bool) {
-	pr, src := p.resolve(provider, model)
-	if src == priceSourceUnpriced {
-		p.warnUnpricedModel(provider, model)
+	e := resolveMemo(p, provider, model)
+	if e.source == priceSourceUnpriced {
+		if !e.warned.Load() {
+			e.warned.Store(true)
+			p.warnUnpricedModel(provider, model)
+		}
 		return 0, false
 	}
-	return costMicros(pr, u), true
+	return costMicros(e.price, u), true
 }
 
 // warnUnpricedModel is cost's warning for a model without a price.
@@ -339,7 +352,26 @@ func (p *pricer) warnUnpricedModel(provider, model string) {
 // tokens at the USD 1,000,000/1M cap is 1e15 micro-USD, far inside);
 // a result that would overflow saturates at math.MaxInt64, which
 // exhausts any budget (fail-safe). Negative token counts count as 0.
+//
+// Counts under a million tokens at prices within maxPriceMicrosPerM (every
+// request short of a million-token one) take one product each: both sum
+// below 2e18, so the total rounds exactly as the split does.
 func costMicros(pr modelPrice, u translate.Usage) int64 {
+	in, out := pr.inputPerMTokMicroUSD, pr.outputPerMTokMicroUSD
+	if u.PromptTokens < 0 || u.PromptTokens >= microsPerUSD || u.CompletionTokens < 0 || u.CompletionTokens >= microsPerUSD ||
+		in < 0 || in > maxPriceMicrosPerM || out < 0 || out > maxPriceMicrosPerM {
+		return costMicrosSplit(pr, u)
+	}
+	part := u.PromptTokens*in + u.CompletionTokens*out
+	total := part / microsPerUSD
+	if part%microsPerUSD >= microsPerUSD/2 {
+		total++
+	}
+	return total
+}
+
+// costMicrosSplit is costMicros for any counts and prices.
+func costMicrosSplit(pr modelPrice, u translate.Usage) int64 {
 	inWhole, inRem, ok := tokenCost(u.PromptTokens, pr.inputPerMTokMicroUSD)
 	if !ok {
 		return math.MaxInt64
