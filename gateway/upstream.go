@@ -145,11 +145,8 @@ const wholeBodyAtOnce = 1 << 20
 // standard library back into interpreted code per read under Yaegi.
 func readUpstreamBody(r io.Reader, wd *watchdog, length, limit int64) ([]byte, bool, error) {
 	if length >= 0 && length <= wholeBodyAtOnce && length <= limit {
-		data := make([]byte, length)
-		if _, err := io.ReadFull(r, data); err != nil {
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF
-			}
+		data, err := readDeclared(r, length)
+		if err != nil {
 			return nil, false, err
 		}
 		wd.progress()

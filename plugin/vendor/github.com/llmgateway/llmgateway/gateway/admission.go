@@ -244,10 +244,12 @@ func readChunks(body io.Reader, declared, limit int64, rc *http.ResponseControll
 	return buf, false, nil
 }
 
-// readDeclared is readChunks for a body of declared length up to one
-// chunk and within the cap (most requests): one io.ReadFull, no deadline
-// to push (readTimedBody set it for the whole read), and under Yaegi no
-// call into readChunks' larger body.
+// readDeclared reads a body of declared length whole in one io.ReadFull
+// (one compiled call, even under Yaegi); a body that ends short is
+// io.ErrUnexpectedEOF. Request bodies up to one chunk and within the cap
+// take it instead of readChunks (no deadline to push: readTimedBody set
+// it for the whole read), and so do whole upstream answers of a
+// declared length (readUpstreamBody).
 func readDeclared(body io.Reader, declared int64) ([]byte, error) {
 	buf := make([]byte, declared)
 	if _, err := io.ReadFull(body, buf); err != nil {
